@@ -1,0 +1,86 @@
+"""The administrators' API: ``/v1/api/admin/memories`` and the audit trail.
+
+No automatic scope resolution: any scope may be filtered on, limits are
+clamped rather than rejected, and list ``total`` counts every match.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response, request
+
+from commands.model import DeleteMemoryById
+from events.audit import AuditQuery as AuditFilter
+from events.audit import list_audit
+from memoryd.errors import NotFound, ValidationError
+from projections.queries import MemoryFilter, ScopePattern, count_memories, get_memory, list_memories, search_memories
+
+from api.context import authorized, event_metadata, services
+from api.responses import memory_list, respond
+from api.schemas import AdminListQuery, AdminSearchQuery, AuditPageSchema, AuditQuery, MemorySchema, StatusSchema, load
+
+blueprint = Blueprint("admin", __name__, url_prefix="/v1/api/admin")
+
+LIST_LIMIT = (1, 200)
+SEARCH_LIMIT = (1, 50)
+
+
+@blueprint.get("/memories")
+@authorized("read", admin=True)
+def list_() -> tuple[Response, int]:
+    args = load(AdminListQuery(), request.args)
+    where = _filter(args)
+    with services().database.read() as conn:
+        rows = list_memories(conn, where, _clamp(args["limit"], LIST_LIMIT))
+        return memory_list(rows, total=count_memories(conn, where))
+
+
+@blueprint.get("/memories/search")
+@authorized("read", admin=True)
+def search() -> tuple[Response, int]:
+    args = load(AdminSearchQuery(), request.args)
+    with services().database.read() as conn:
+        return memory_list(search_memories(conn, _filter(args), args["q"], _clamp(args["limit"], SEARCH_LIMIT)))
+
+
+@blueprint.get("/memories/<memory_id>")
+@authorized("read", admin=True)
+def get(memory_id: str) -> tuple[Response, int]:
+    with services().database.read() as conn:
+        row = get_memory(conn, memory_id)
+    if row is None:
+        raise NotFound("Memory not found")
+    return respond(MemorySchema(), row)
+
+
+@blueprint.delete("/memories/<memory_id>")
+@authorized("write", admin=True)
+def delete(memory_id: str) -> tuple[Response, int]:
+    outcome = services().bus.handle(DeleteMemoryById(memory_id), event_metadata("admin"))
+    return respond(StatusSchema(), {"status": "ok"}, position=outcome.position)
+
+
+@blueprint.get("/audit")
+@authorized("read", admin=True)
+def audit() -> tuple[Response, int]:
+    args = load(AuditQuery(), request.args)
+    with services().database.read() as conn:
+        records = list_audit(conn, AuditFilter(**args))
+    next_after = records[-1].position if records else args["after"]
+    return respond(AuditPageSchema(), {"records": [record.to_dict() for record in records], "next_after": next_after})
+
+
+def _filter(args: dict[str, Any]) -> MemoryFilter:
+    scope, scope_id = args["scope"].strip(), args["scope_id"].strip()
+    if scope_id and not scope:
+        raise ValidationError("scope is required when scope_id is provided")
+    if scope == "global" and scope_id:
+        raise ValidationError("scope_id is not allowed with global scope")
+    scopes = (ScopePattern(scope, scope_id or None),) if scope else None
+    return MemoryFilter(type=args["type"].strip(), scopes=scopes)
+
+
+def _clamp(value: int, bounds: tuple[int, int]) -> int:
+    low, high = bounds
+    return max(low, min(high, value))

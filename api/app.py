@@ -1,0 +1,94 @@
+"""The Flask application factory and its cross-cutting concerns.
+
+Every error, routing and body-size errors included, answers
+``{"error": message}``; every request leaves one JSON log line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+
+from flask import Flask, Response, g, jsonify, request
+from sqlalchemy.exc import SQLAlchemyError
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+
+from memoryd.bootstrap import Services, build_services
+from memoryd.config import Config, load_config
+from memoryd.errors import MemorydError
+
+from api import admin, memories
+from api.openapi import build_openapi
+
+access_log = logging.getLogger("memoryd.access")
+error_log = logging.getLogger("memoryd.errors")
+REQUEST_ID_HEADER = "X-Request-Id"
+
+
+def create_app(config: Config | None = None, services: Services | None = None) -> Flask:
+    config = config or load_config()
+    services = services or build_services(config)
+    app = Flask("memoryd")
+    app.config["MAX_CONTENT_LENGTH"] = config.server.max_body_bytes
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    app.extensions["memoryd"] = services
+    app.register_blueprint(memories.blueprint)
+    app.register_blueprint(admin.blueprint)
+    openapi = build_openapi()
+    app.add_url_rule("/v1/api/openapi.json", "openapi", lambda: jsonify(openapi))
+    _register_error_handlers(app)
+    app.before_request(_start_request)
+    app.after_request(_log_request)
+    return app
+
+
+def _register_error_handlers(app: Flask) -> None:
+    def error(message: str, status: int) -> tuple[Response, int]:
+        return jsonify({"error": message}), status
+
+    @app.errorhandler(MemorydError)
+    def domain_error(exc: MemorydError) -> tuple[Response, int]:
+        return error(exc.message, exc.status)
+
+    @app.errorhandler(RequestEntityTooLarge)
+    def too_large(exc: RequestEntityTooLarge) -> tuple[Response, int]:
+        return error(f"Request body too large (max {app.config['MAX_CONTENT_LENGTH']} bytes)", 413)
+
+    @app.errorhandler(HTTPException)
+    def http_error(exc: HTTPException) -> tuple[Response, int]:
+        status = exc.code or 500
+        return error(f"{exc.name}: {request.method} {request.path}" if status in (404, 405) else str(exc.description), status)
+
+    @app.errorhandler(SQLAlchemyError)
+    def storage_error(exc: SQLAlchemyError) -> tuple[Response, int]:
+        error_log.exception("storage failure on %s %s", request.method, request.path)
+        return error("Memory storage unavailable", 500)
+
+    @app.errorhandler(Exception)
+    def unexpected(exc: Exception) -> tuple[Response, int]:
+        error_log.exception("unhandled error on %s %s", request.method, request.path)
+        return error("Internal server error", 500)
+
+
+def _start_request() -> None:
+    g.started = time.perf_counter()
+    supplied = request.headers.get(REQUEST_ID_HEADER, "")
+    g.request_id = supplied[:128] if supplied.isprintable() and supplied else uuid.uuid4().hex
+
+
+def _log_request(response: Response) -> Response:
+    response.headers[REQUEST_ID_HEADER] = g.get("request_id", "")
+    principal = g.get("principal")
+    access_log.info(json.dumps({
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "request_id": g.get("request_id", ""),
+        "method": request.method,
+        "path": request.path,
+        "status": response.status_code,
+        "duration_ms": round((time.perf_counter() - g.get("started", time.perf_counter())) * 1000, 2),
+        "user_id": principal.user_id if principal else "",
+        "remote_addr": request.remote_addr or "",
+    }))
+    return response

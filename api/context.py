@@ -1,0 +1,73 @@
+"""Per-request helpers: the services, the caller, the JSON body, event metadata."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar, cast
+
+from flask import current_app, g, request
+
+from events.types import EventMetadata
+from memoryd.bootstrap import Services
+from memoryd.directory import Principal
+from memoryd.errors import Forbidden, Unauthorized, ValidationError
+
+ADMIN_PERMISSION = "admin.memories"
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def services() -> Services:
+    return cast(Services, current_app.extensions["memoryd"])
+
+
+def caller() -> Principal:
+    return cast(Principal, g.principal)
+
+
+def authorized(scope: str, *, admin: bool = False) -> Callable[[F], F]:
+    """Require a valid bearer token holding ``scope`` (and admin rights when asked)."""
+
+    def decorate(view: F) -> F:
+        @wraps(view)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            g.principal = _authenticate()
+            if admin and not (g.principal.has_scope("service") or g.principal.has_permission(ADMIN_PERMISSION)):
+                raise Forbidden(f"Forbidden: missing '{ADMIN_PERMISSION}' permission")
+            if not g.principal.has_scope(scope):
+                raise Forbidden(f"Forbidden: token lacks '{scope}' scope")
+            return view(*args, **kwargs)
+
+        return cast(F, guarded)
+
+    return decorate
+
+
+def json_object() -> dict[str, Any]:
+    try:
+        body = json.loads(request.get_data(cache=True) or b"")
+    except (ValueError, UnicodeDecodeError):
+        raise ValidationError("Invalid JSON body") from None
+    if not isinstance(body, dict):
+        raise ValidationError("Request body must be a JSON object")
+    return body
+
+
+def event_metadata(surface: str) -> EventMetadata:
+    principal = caller()
+    return EventMetadata(
+        actor_user_id=principal.user_id,
+        token_id=principal.token_id,
+        surface=surface,
+        client_ip=request.remote_addr or "",
+        request_id=g.request_id,
+    )
+
+
+def _authenticate() -> Principal:
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    principal = services().directory.authenticate(token.strip()) if scheme.lower() == "bearer" and token.strip() else None
+    if principal is None:
+        raise Unauthorized("Unauthorized: missing or invalid token")
+    return principal

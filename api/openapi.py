@@ -1,0 +1,80 @@
+"""The OpenAPI 3 document, generated from the same marshmallow schemas that validate."""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from apispec import APISpec
+from apispec.ext.marshmallow import MarshmallowPlugin
+from marshmallow import Schema
+
+from api import schemas
+
+_ERRORS = {
+    "400": "Invalid input",
+    "401": "Missing or invalid token",
+    "403": "Token lacks the scope, permission or ownership needed",
+    "404": "Not found",
+    "500": "Storage failure",
+}
+
+
+def _operation(summary: str, ok: type[Schema], *, query: type[Schema] | None = None, body: type[Schema] | None = None,
+               path: tuple[str, ...] = (), created: bool = False) -> dict[str, Any]:
+    operation: dict[str, Any] = {
+        "summary": summary,
+        "security": [{"bearer": []}],
+        "parameters": [{"in": "path", "name": name, "required": True, "schema": {"type": "string"}} for name in path],
+        "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": ok}}}},
+    }
+    if query is not None:
+        operation["parameters"].append({"in": "query", "schema": query})
+    if body is not None:
+        operation["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
+    if created:
+        operation["responses"]["201"] = {"description": "Created", "content": {"application/json": {"schema": ok}}}
+    for status, description in _ERRORS.items():
+        operation["responses"][status] = {"description": description, "content": {"application/json": {"schema": "Error"}}}
+    return operation
+
+
+def build_openapi() -> dict[str, Any]:
+    spec = APISpec(title="memoryd", version=_version(), openapi_version="3.0.3", plugins=[MarshmallowPlugin()])
+    spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
+    spec.components.schema("Error", schema=schemas.ErrorSchema)
+    spec.path("/v1/api/memories", operations={
+        "get": _operation("List memories (global plus your user scope, or one scope)", schemas.MemoryListSchema,
+                          query=schemas.ListMemoriesQuery),
+        "post": _operation("Save or upsert a memory (201 created, 200 updated)", schemas.MemorySchema,
+                           body=schemas.SaveMemoryRequest, created=True),
+    })
+    spec.path("/v1/api/memories/search", operations={
+        "post": _operation("Search memories by BM25 relevance", schemas.MemoryListSchema, body=schemas.SearchMemoriesRequest),
+    })
+    spec.path("/v1/api/memories/{name}", operations={
+        "delete": _operation("Delete a memory by name and scope", schemas.DeletedSchema, query=schemas.DeleteMemoryQuery,
+                             path=("name",)),
+    })
+    spec.path("/v1/api/admin/memories", operations={
+        "get": _operation("List memories across every scope", schemas.MemoryListSchema, query=schemas.AdminListQuery),
+    })
+    spec.path("/v1/api/admin/memories/search", operations={
+        "get": _operation("Search memories across every scope", schemas.MemoryListSchema, query=schemas.AdminSearchQuery),
+    })
+    spec.path("/v1/api/admin/memories/{memory_id}", operations={
+        "get": _operation("Get one memory by id", schemas.MemorySchema, path=("memory_id",)),
+        "delete": _operation("Delete one memory by id", schemas.StatusSchema, path=("memory_id",)),
+    })
+    spec.path("/v1/api/admin/audit", operations={
+        "get": _operation("Audit records of saves, updates and deletes, from the log", schemas.AuditPageSchema,
+                          query=schemas.AuditQuery),
+    })
+    return spec.to_dict()
+
+
+def _version() -> str:
+    try:
+        return version("memoryd")
+    except PackageNotFoundError:
+        return "0.0.0"

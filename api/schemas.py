@@ -1,0 +1,189 @@
+"""Marshmallow schemas for every request and response body.
+
+The same classes validate input and generate the OpenAPI document. Field
+order is the order in which errors are reported: a request with several
+problems gets the message of the first field listed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from marshmallow import EXCLUDE, Schema, fields, validate
+from marshmallow import ValidationError as SchemaError
+
+from events.types import EVENT_CLASSES
+from memoryd.domain import clean_type_filter
+from memoryd.errors import ValidationError
+
+_WHOLE_NUMBER = re.compile(r"[+-]?\d+")
+
+
+class WholeNumber(fields.Integer):
+    """An integer given as a JSON number or a string of digits; never a bool or a fraction."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, str) and _WHOLE_NUMBER.fullmatch(value.strip()):
+            return int(value)
+        raise self.make_error("invalid")
+
+
+def _text(field: str, required: str = "", **options: Any) -> fields.String:
+    """A string field; ``required`` is the message for a missing value and makes it required."""
+    messages = {"invalid": f"{field} must be a string"}
+    if required:
+        messages |= {"required": required, "null": required}
+    return fields.String(required=bool(required), error_messages=messages, **options)
+
+
+def _limit(default: int, low: int | None = None, high: int | None = None) -> WholeNumber:
+    checks = [validate.Range(low, high, error=f"limit must be between {low} and {high}")] if low is not None else []
+    return WholeNumber(load_default=default, validate=checks, error_messages={"invalid": "limit must be an integer"})
+
+
+def _domain_rule(rule: Callable[[Any], Any]) -> Callable[[Any], None]:
+    def check(value: Any) -> None:
+        try:
+            rule(value)
+        except ValidationError as error:
+            raise SchemaError(error.message) from None
+
+    return check
+
+
+class RequestSchema(Schema):
+    class Meta:
+        unknown = EXCLUDE
+
+
+# -- requests -----------------------------------------------------------------
+
+
+class SaveMemoryRequest(RequestSchema):
+    name = _text("name", "name is required (max 256 characters)", metadata={"description": "snake_case name, max 256 characters"})
+    content = _text("content", "content is required", metadata={"description": "max 65,536 characters"})
+    description = _text("description", "description is required and must be non-empty", metadata={"description": "non-empty relevance summary"})
+    type = _text("type", load_default=None, allow_none=True, metadata={"description": "user, general, feedback or reference; omitted or null keeps an update's type"})
+    scope = _text("scope", load_default="global", metadata={"description": "global, user or workstream"})
+    scope_id = _text("scope_id", load_default="", metadata={"description": "workstream id; the caller's id for user"})
+
+
+class ListMemoriesQuery(RequestSchema):
+    type = _text("type", load_default="", validate=_domain_rule(clean_type_filter))
+    limit = _limit(100, 1, 200)
+    scope = _text("scope", load_default="")
+    scope_id = _text("scope_id", load_default="")
+
+
+class SearchMemoriesRequest(RequestSchema):
+    query = _text("query", "query is required", validate=_domain_rule(lambda q: q.strip() or _missing("query")))
+    limit = _limit(20, 1, 50)
+    type = _text("type", load_default="", validate=_domain_rule(clean_type_filter))
+    scope = _text("scope", load_default="")
+    scope_id = _text("scope_id", load_default="")
+
+
+class DeleteMemoryQuery(RequestSchema):
+    scope = _text("scope", load_default="global")
+    scope_id = _text("scope_id", load_default="")
+
+
+class AdminListQuery(RequestSchema):
+    type = _text("type", load_default="")
+    scope = _text("scope", load_default="")
+    scope_id = _text("scope_id", load_default="")
+    limit = _limit(100)
+
+
+class AdminSearchQuery(AdminListQuery):
+    q = _text("q", "q is required", validate=_domain_rule(lambda q: q.strip() or _missing("q")))
+    limit = _limit(20)
+
+
+class AuditQuery(RequestSchema):
+    action = _text("action", load_default="", validate=validate.OneOf(["", *EVENT_CLASSES], error="action must be one of {choices}"))
+    actor = _text("actor", load_default="")
+    memory_id = _text("memory_id", load_default="")
+    after = WholeNumber(load_default=0, validate=validate.Range(0, error="after must be a position (0 or more)"),
+                        error_messages={"invalid": "after must be an integer"})
+    limit = _limit(100, 1, 1000)
+
+
+def _missing(field: str) -> None:
+    raise ValidationError(f"{field} is required")
+
+
+# -- responses ----------------------------------------------------------------
+
+
+class MemorySchema(Schema):
+    memory_id = fields.String()
+    name = fields.String()
+    description = fields.String()
+    type = fields.String()
+    scope = fields.String()
+    scope_id = fields.String()
+    content = fields.String()
+    created = fields.String(metadata={"example": "2026-03-10T10:00:00"})
+    updated = fields.String(metadata={"example": "2026-03-12T14:30:00"})
+    last_accessed = fields.String()
+    access_count = fields.Integer()
+
+
+class MemoryListSchema(Schema):
+    memories = fields.List(fields.Nested(MemorySchema))
+    total = fields.Integer()
+
+
+class DeletedSchema(Schema):
+    status = fields.String(metadata={"example": "ok"})
+    name = fields.String()
+
+
+class StatusSchema(Schema):
+    status = fields.String(metadata={"example": "ok"})
+
+
+class ErrorSchema(Schema):
+    error = fields.String()
+
+
+class AuditRecordSchema(Schema):
+    position = fields.Integer()
+    action = fields.String()
+    actor = fields.String()
+    memory_id = fields.String()
+    name = fields.String()
+    scope = fields.String()
+    scope_id = fields.String()
+    type = fields.String()
+    surface = fields.String()
+    client_ip = fields.String()
+    request_id = fields.String()
+    time = fields.String()
+
+
+class AuditPageSchema(Schema):
+    records = fields.List(fields.Nested(AuditRecordSchema))
+    next_after = fields.Integer(metadata={"description": "pass as `after` for the next page"})
+
+
+def load(schema: Schema, data: Any) -> dict[str, Any]:
+    """Validate ``data``; report the first problem, in field order, as our ValidationError."""
+    try:
+        return schema.load(data)
+    except SchemaError as error:
+        messages = error.normalized_messages()
+        field = next((name for name in schema.fields if name in messages), next(iter(messages)))
+        message = _first(messages[field])
+        raise ValidationError(message if field in message else f"{field}: {message}") from None
+
+
+def _first(message: Any) -> str:
+    while isinstance(message, (list, dict)):
+        message = next(iter(message.values())) if isinstance(message, dict) else message[0]
+    return str(message)

@@ -1,0 +1,1 @@
+"""Commands: requests to change memories, validated and decided against the log."""

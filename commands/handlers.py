@@ -1,0 +1,121 @@
+"""Command handlers: load the stream, decide, append with the expected version.
+
+A memory's stream is its identity ``(name, scope, scope_id)``. Its newest
+event holds the whole current state (or says it was deleted), so loading is
+one indexed read however long the history. When another writer appended
+first, the handler reloads and decides again, a bounded number of times.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Protocol, TypeVar
+
+from commands.model import Command, DeleteMemory, DeleteMemoryById, SaveMemory
+from events.store import ConcurrencyConflict, EventStore
+from events.types import EventMetadata, MemoryDeleted, MemoryEvent, MemorySaved, MemoryUpdated, memory_stream_id
+from memoryd.domain import DEFAULT_TYPE, Memory, Namespace, utc_timestamp
+from memoryd.errors import Conflict, NotFound
+
+MAX_ATTEMPTS = 25
+
+
+class MemoryLocator(Protocol):
+    """Finds the identity of a memory id (a read model answers; the stream decides)."""
+
+    def identity_of(self, memory_id: str) -> tuple[str, Namespace] | None: ...
+
+
+@dataclass(frozen=True)
+class Dependencies:
+    store: EventStore
+    locator: MemoryLocator
+    clock: Callable[[], str] = utc_timestamp
+    new_id: Callable[[], str] = lambda: str(uuid.uuid4())
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a command did: the memory written or removed, and the log position."""
+
+    memory: Memory
+    created: bool
+    position: int
+
+
+def save_memory(command: SaveMemory, metadata: EventMetadata, deps: Dependencies) -> Outcome:
+    stream_id = memory_stream_id(command.name, command.namespace.scope, command.namespace.scope_id)
+
+    def decide(current: Memory | None) -> MemoryEvent:
+        now = deps.clock()
+        if current is None:
+            ns = command.namespace
+            memory = Memory(deps.new_id(), command.name, command.description, command.type or DEFAULT_TYPE,
+                            ns.scope, ns.scope_id, command.content, now, now)
+            return MemorySaved(memory)
+        changed = replace(current, description=command.description, content=command.content,
+                          type=command.type or current.type, updated=now)
+        return MemoryUpdated(changed)
+
+    return _decide_and_append(stream_id, decide, metadata, deps)
+
+
+def delete_memory(command: DeleteMemory, metadata: EventMetadata, deps: Dependencies) -> Outcome:
+    stream_id = memory_stream_id(command.name, command.namespace.scope, command.namespace.scope_id)
+
+    def decide(current: Memory | None) -> MemoryEvent:
+        if current is None:
+            raise NotFound(f"Memory '{command.name}' not found")
+        return MemoryDeleted(current)
+
+    return _decide_and_append(stream_id, decide, metadata, deps)
+
+
+def delete_memory_by_id(command: DeleteMemoryById, metadata: EventMetadata, deps: Dependencies) -> Outcome:
+    identity = deps.locator.identity_of(command.memory_id)
+    if identity is None:
+        raise NotFound("Memory not found")
+    name, namespace = identity
+
+    def decide(current: Memory | None) -> MemoryEvent:
+        if current is None or current.memory_id != command.memory_id:
+            raise NotFound("Memory not found")
+        return MemoryDeleted(current)
+
+    return _decide_and_append(memory_stream_id(name, namespace.scope, namespace.scope_id), decide, metadata, deps)
+
+
+def _decide_and_append(
+    stream_id: str,
+    decide: Callable[[Memory | None], MemoryEvent],
+    metadata: EventMetadata,
+    deps: Dependencies,
+) -> Outcome:
+    for attempt in range(MAX_ATTEMPTS):
+        last = deps.store.last_event(stream_id)
+        version = last.stream_version if last else 0
+        current = None
+        if last is not None and not isinstance(state := last.to_domain(), MemoryDeleted):
+            current = state.memory
+        event = decide(current)
+        try:
+            position = deps.store.append(stream_id, version, [event], metadata)
+        except ConcurrencyConflict:
+            time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
+            continue
+        return Outcome(event.memory, created=isinstance(event, MemorySaved), position=position)
+    raise Conflict(f"too many concurrent writes to {stream_id}; try again")
+
+
+C = TypeVar("C", bound=Command)
+Handler = Callable[[C, EventMetadata, Dependencies], Outcome]
+
+HANDLERS: dict[type, Handler] = {  # type: ignore[type-arg]
+    SaveMemory: save_memory,
+    DeleteMemory: delete_memory,
+    DeleteMemoryById: delete_memory_by_id,
+}

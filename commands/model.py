@@ -1,0 +1,53 @@
+"""The commands: imperative, frozen, already validated."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from memoryd.domain import Namespace, clean_content, clean_description, clean_name, clean_type
+
+
+@dataclass(frozen=True)
+class SaveMemory:
+    """Create the memory ``(name, scope, scope_id)`` or update it in place."""
+
+    name: str
+    content: str
+    description: str
+    type: str | None  # None: unset, so a new memory gets "general" and an update keeps its type
+    namespace: Namespace
+
+    @classmethod
+    def validated(
+        cls,
+        *,
+        name: Any,
+        content: Any,
+        description: Any,
+        type: Any,
+        max_content: int,
+        resolve_namespace: Callable[[], Namespace],
+    ) -> SaveMemory:
+        """Check the fields in the order clients rely on: name, content, description, type, scope."""
+        clean = (clean_name(name), clean_content(content, max_content), clean_description(description), clean_type(type))
+        return cls(*clean, namespace=resolve_namespace())
+
+
+@dataclass(frozen=True)
+class DeleteMemory:
+    """Delete the memory ``(name, scope, scope_id)``."""
+
+    name: str
+    namespace: Namespace
+
+
+@dataclass(frozen=True)
+class DeleteMemoryById:
+    """Delete a memory by its id (administrators)."""
+
+    memory_id: str
+
+
+Command = SaveMemory | DeleteMemory | DeleteMemoryById

@@ -1,0 +1,1 @@
+"""The event log: what happened, recorded once, in order, forever."""

@@ -1,0 +1,75 @@
+"""Audit records, read straight from the log (no projection can drift from it)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from sqlalchemy import Connection, select
+
+from events.types import EVENT_CLASSES
+from memoryd.schema import events
+
+
+@dataclass(frozen=True)
+class AuditQuery:
+    action: str = ""
+    actor: str = ""
+    memory_id: str = ""
+    after: int = 0
+    limit: int = 100
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    position: int
+    action: str
+    actor: str
+    memory_id: str
+    name: str
+    scope: str
+    scope_id: str
+    type: str
+    surface: str
+    client_ip: str
+    request_id: str
+    time: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def list_audit(conn: Connection, query: AuditQuery) -> list[AuditRecord]:
+    """Memory events after ``query.after`` in position order, filtered."""
+    statement = (
+        select(events.c.position, events.c.event_type, events.c.payload, events.c.meta, events.c.recorded_at)
+        .where(events.c.position > query.after, events.c.event_type.in_(EVENT_CLASSES))
+        .order_by(events.c.position)
+        .limit(query.limit)
+    )
+    if query.action:
+        statement = statement.where(events.c.event_type == query.action)
+    if query.actor:
+        statement = statement.where(events.c.meta["actor_user_id"].as_string() == query.actor)
+    if query.memory_id:
+        statement = statement.where(events.c.payload[("memory", "memory_id")].as_string() == query.memory_id)
+    return [_record(row) for row in conn.execute(statement)]
+
+
+def _record(row: Any) -> AuditRecord:
+    position, action, payload, metadata, recorded_at = row
+    memory = payload["memory"]
+    return AuditRecord(
+        position=position,
+        action=action,
+        actor=metadata.get("actor_user_id", ""),
+        memory_id=memory["memory_id"],
+        name=memory["name"],
+        scope=memory["scope"],
+        scope_id=memory["scope_id"],
+        type=memory["type"],
+        surface=metadata.get("surface", ""),
+        client_ip=metadata.get("client_ip", ""),
+        request_id=metadata.get("request_id", ""),
+        time=recorded_at[:19],
+    )

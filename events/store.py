@@ -1,0 +1,112 @@
+"""The event store: append with an expected version, read in position order.
+
+Contract:
+
+* ``position`` strictly increases and is never reused (AUTOINCREMENT on
+  SQLite, an identity sequence on PostgreSQL).
+* ``(stream_id, stream_version)`` is unique: an append names the version it
+  expects the stream to be at, and a writer that lost the race gets
+  ``ConcurrencyConflict`` instead of interleaving.
+* Events become visible in position order. SQLite has one writer at a time;
+  on PostgreSQL appends take a transaction-scoped advisory lock, so a later
+  position can never commit before an earlier one and a reader that tails
+  ``position > checkpoint`` never skips an event.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, Row, func, insert, select, text
+from sqlalchemy.exc import IntegrityError
+
+from events.types import EventMetadata, MemoryEvent, RecordedEvent
+from memoryd.db import Database
+from memoryd.schema import events
+
+# Any constant works; it names the lock that orders appends on PostgreSQL.
+APPEND_LOCK_KEY = 0x6D656D6F7279
+
+
+class ConcurrencyConflict(Exception):
+    """The stream moved past the expected version; reload and decide again."""
+
+
+class EventStore:
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    def append(
+        self,
+        stream_id: str,
+        expected_version: int,
+        new_events: Sequence[MemoryEvent],
+        metadata: EventMetadata,
+    ) -> int:
+        """Append after ``expected_version`` and return the last new position."""
+        recorded_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+        rows = [
+            {
+                "stream_id": stream_id,
+                "stream_version": expected_version + offset,
+                "event_type": event.event_type,
+                "schema_version": event.schema_version,
+                "payload": event.payload(),
+                "meta": metadata.to_dict(),
+                "recorded_at": recorded_at,
+            }
+            for offset, event in enumerate(new_events, start=1)
+        ]
+        try:
+            with self.database.write() as conn:
+                self._order_appends(conn)
+                positions = [conn.execute(insert(events).returning(events.c.position), row).scalar_one() for row in rows]
+        except IntegrityError as error:
+            raise ConcurrencyConflict(f"stream {stream_id} is past version {expected_version}") from error
+        return positions[-1]
+
+    def last_event(self, stream_id: str) -> RecordedEvent | None:
+        """The newest event of a stream: it alone holds the stream's state."""
+        query = select(events).where(events.c.stream_id == stream_id).order_by(events.c.stream_version.desc()).limit(1)
+        with self.database.read() as conn:
+            row = conn.execute(query).first()
+        return _recorded(row) if row else None
+
+    def read_after(self, conn: Connection, position: int, limit: int) -> list[RecordedEvent]:
+        query = select(events).where(events.c.position > position).order_by(events.c.position).limit(limit)
+        return [_recorded(row) for row in conn.execute(query)]
+
+    def iter_all(self, batch_size: int = 1_000) -> Iterator[RecordedEvent]:
+        """Every event in position order, read in pages (for replays and exports)."""
+        position = 0
+        while True:
+            with self.database.read() as conn:
+                batch = self.read_after(conn, position, batch_size)
+            if not batch:
+                return
+            yield from batch
+            position = batch[-1].position
+
+    def head_position(self) -> int:
+        with self.database.read() as conn:
+            return int(conn.execute(select(func.coalesce(func.max(events.c.position), 0))).scalar_one())
+
+    def _order_appends(self, conn: Connection) -> None:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": APPEND_LOCK_KEY})
+
+
+def _recorded(row: Row[Any]) -> RecordedEvent:
+    columns = events.c
+    return RecordedEvent(
+        position=row._mapping[columns.position],
+        stream_id=row._mapping[columns.stream_id],
+        stream_version=row._mapping[columns.stream_version],
+        event_type=row._mapping[columns.event_type],
+        schema_version=row._mapping[columns.schema_version],
+        payload=row._mapping[columns.payload],
+        metadata=row._mapping[columns.meta],
+        recorded_at=row._mapping[columns.recorded_at],
+    )

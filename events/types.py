@@ -1,0 +1,105 @@
+"""Memory events: past-tense facts with a schema version.
+
+Every memory event carries the whole memory after the change; a delete
+carries the row it removed. So a projection never has to read anything but
+the event, and the audit record is exactly what the client was told.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from memoryd.domain import Memory
+
+MEMORY_SAVED = "memory.save"
+MEMORY_UPDATED = "memory.update"
+MEMORY_DELETED = "memory.delete"
+
+
+@dataclass(frozen=True)
+class MemoryEvent:
+    """Base for the three memory events; ``event_type`` names the subclass."""
+
+    event_type: ClassVar[str]
+    schema_version: ClassVar[int] = 1
+    memory: Memory
+
+    def payload(self) -> dict[str, Any]:
+        return {"memory": self.memory.to_dict()}
+
+
+@dataclass(frozen=True)
+class MemorySaved(MemoryEvent):
+    """A memory was created."""
+
+    event_type: ClassVar[str] = MEMORY_SAVED
+
+
+@dataclass(frozen=True)
+class MemoryUpdated(MemoryEvent):
+    """An existing memory was upserted (same id, new fields)."""
+
+    event_type: ClassVar[str] = MEMORY_UPDATED
+
+
+@dataclass(frozen=True)
+class MemoryDeleted(MemoryEvent):
+    """A memory was removed; ``memory`` is the row that was removed."""
+
+    event_type: ClassVar[str] = MEMORY_DELETED
+
+
+EVENT_CLASSES: dict[str, type[MemoryEvent]] = {
+    cls.event_type: cls for cls in (MemorySaved, MemoryUpdated, MemoryDeleted)
+}
+
+
+@dataclass(frozen=True)
+class EventMetadata:
+    """Who caused an event and through which door."""
+
+    actor_user_id: str = ""
+    token_id: str = ""
+    surface: str = "rest"  # rest | admin | tool | cli
+    client_ip: str = ""
+    request_id: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "actor_user_id": self.actor_user_id,
+            "token_id": self.token_id,
+            "surface": self.surface,
+            "client_ip": self.client_ip,
+            "request_id": self.request_id,
+        }
+
+
+@dataclass(frozen=True)
+class RecordedEvent:
+    """An event as the log stores it, with its global position."""
+
+    position: int
+    stream_id: str
+    stream_version: int
+    event_type: str
+    schema_version: int
+    payload: dict[str, Any]
+    metadata: dict[str, Any]
+    recorded_at: str
+
+    def to_domain(self) -> MemoryEvent:
+        cls = EVENT_CLASSES.get(self.event_type)
+        if cls is None or self.schema_version != cls.schema_version:
+            raise UnknownEvent(f"no decoder for {self.event_type} v{self.schema_version} at position {self.position}")
+        return cls(memory=Memory.from_dict(self.payload["memory"]))
+
+
+class UnknownEvent(Exception):
+    """The log holds an event this code cannot read; projecting must stop, not skip."""
+
+
+def memory_stream_id(name: str, scope: str, scope_id: str) -> str:
+    """One stream per identity ``(name, scope, scope_id)``, unambiguous whatever the characters."""
+    return "memory:" + json.dumps([scope, scope_id, name], ensure_ascii=False, separators=(",", ":"))

@@ -1,0 +1,58 @@
+"""The composition root: builds every service from a ``Config``, once per process."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from commands.bus import CommandBus
+from commands.handlers import Dependencies
+from events.store import EventStore
+from memoryd import migrate
+from memoryd.config import Config
+from memoryd.db import Database
+from memoryd.directory import TOKEN_SCOPES, Directory
+from projections.memory_table import MemoryTableProjection
+from projections.projector import Projector
+from projections.queries import MemoryLocator
+from workers.dispatch import InProcessDispatcher
+
+ADMIN_PERMISSIONS = ["admin.memories"]
+
+
+@dataclass(frozen=True)
+class Services:
+    config: Config
+    database: Database
+    store: EventStore
+    projector: Projector
+    memory_table: MemoryTableProjection
+    bus: CommandBus
+    directory: Directory
+
+
+def build_services(config: Config) -> Services:
+    database = Database(config.storage.database_url)
+    store = EventStore(database)
+    memory_table = MemoryTableProjection()
+    projector = Projector(database, store, [memory_table])
+    bus = CommandBus(Dependencies(store=store, locator=MemoryLocator(database)), InProcessDispatcher(projector))
+    return Services(config, database, store, projector, memory_table, bus, Directory(database))
+
+
+def prepare_database(services: Services, environ: Mapping[str, str] | None = None) -> str | None:
+    """Create the schema if empty, catch projections up, make sure an admin token exists.
+
+    Returns the new admin token when one was generated (to be printed once);
+    ``MEMORYD_ADMIN_TOKEN`` supplies the value instead, and then nothing is returned.
+    """
+    environ = os.environ if environ is None else environ
+    migrate.ensure_ready(services.database)
+    services.projector.catch_up()
+    if services.directory.has_tokens():
+        return None
+    admin = services.directory.create_user("admin")
+    chosen = environ.get("MEMORYD_ADMIN_TOKEN") or None
+    _, token = services.directory.create_token(admin, list(TOKEN_SCOPES), ADMIN_PERMISSIONS, value=chosen)
+    return None if chosen else token

@@ -1,0 +1,166 @@
+"""The ``memoryd`` command line: serve, manage the directory, operate the store.
+
+The CLI and the server find the database the same way:
+``MEMORYD_DATABASE_URL``, else ``[storage] database_url`` in the config
+file, else the default SQLite file.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar, cast
+
+import click
+
+from memoryd import migrate
+from memoryd.bootstrap import Services, build_services, prepare_database
+from memoryd.config import Config, load_config
+from memoryd.errors import MemorydError
+from projections.queries import MemoryFilter, count_memories
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _reported(command: F) -> F:
+    """Turn our errors into a one-line message and exit status 1."""
+
+    @wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except MemorydError as error:
+            raise click.ClickException(error.message) from None
+
+    return cast(F, run)
+
+
+def _config() -> Config:
+    return cast(Config, click.get_current_context().find_root().obj())
+
+
+def _services(*, prepare: bool = True) -> Services:
+    services = build_services(_config())
+    if prepare:
+        migrate.ensure_ready(services.database)
+    return services
+
+
+@click.group()
+@click.option("--config", "config_path", envvar="MEMORYD_CONFIG", type=click.Path(dir_okay=False),
+              help="config.toml to read (default: none; environment variables override it).")
+@click.pass_context
+def main(ctx: click.Context, config_path: str | None) -> None:
+    """memoryd: an event-sourced memory service for AI agents."""
+    ctx.obj = lambda: load_config(config_path)
+
+
+@main.command()
+@click.option("--host", help="Address to listen on (default from config: 127.0.0.1).")
+@click.option("--port", type=int, help="Port to listen on (default from config: 8080).")
+@_reported
+def serve(host: str | None, port: int | None) -> None:
+    """Run the HTTP API with waitress (a production WSGI server)."""
+    import waitress
+
+    from api.app import create_app
+
+    _log_json_lines()
+    config = _config()
+    services = build_services(config)
+    token = prepare_database(services)
+    if token:
+        click.echo("Created the admin user. Its token (shown only this once):", err=True)
+        click.echo(token)
+    host, port = host or config.server.host, port or config.server.port
+    click.echo(f"memoryd listening on http://{host}:{port} (database: {services.database.url!r})", err=True)
+    waitress.serve(create_app(config, services), host=host, port=port, threads=config.server.threads, ident="memoryd")
+
+
+@main.group()
+def users() -> None:
+    """Manage users."""
+
+
+@users.command("create")
+@click.argument("name")
+@_reported
+def create_user(name: str) -> None:
+    """Create a user; prints the new user id."""
+    click.echo(_services().directory.create_user(name))
+
+
+@main.group()
+def tokens() -> None:
+    """Manage API tokens."""
+
+
+@tokens.command("create")
+@click.option("--user", "user_id", required=True, help="The user the token acts as.")
+@click.option("--scopes", default="read,write", show_default=True, help="Comma-separated: read, write, service.")
+@click.option("--permission", "permissions", multiple=True, help="Extra permission, e.g. admin.memories (repeatable).")
+@_reported
+def create_token(user_id: str, scopes: str, permissions: tuple[str, ...]) -> None:
+    """Create a token; prints it (only this once)."""
+    _, token = _services().directory.create_token(user_id, _split(scopes), list(permissions))
+    click.echo(token)
+
+
+@main.group()
+def workstreams() -> None:
+    """Manage workstreams."""
+
+
+@workstreams.command("create")
+@click.option("--owner", "owner_user_id", required=True, help="The owning user's id.")
+@click.option("--name", default="", help="A display name.")
+@_reported
+def create_workstream(owner_user_id: str, name: str) -> None:
+    """Create a workstream; prints the new workstream id."""
+    click.echo(_services().directory.create_workstream(owner_user_id, name))
+
+
+@main.group()
+def db() -> None:
+    """Manage the database schema."""
+
+
+@db.command("upgrade")
+@_reported
+def db_upgrade() -> None:
+    """Create or upgrade the schema to the newest revision."""
+    services = _services(prepare=False)
+    migrate.upgrade(services.database)
+    click.echo(f"database at the newest revision: {services.database.url!r}")
+
+
+@main.group()
+def projections() -> None:
+    """Operate the read models."""
+
+
+@projections.command("rebuild")
+@_reported
+def rebuild() -> None:
+    """Replay the whole event log into a fresh structured_memories table."""
+    services = _services()
+    position = services.projector.rebuild(services.memory_table)
+    with services.database.read() as conn:
+        count = count_memories(conn, MemoryFilter())
+    click.echo(f"rebuilt structured_memories from the log up to position {position}: {count} memories")
+
+
+def _split(values: str) -> list[str]:
+    return [value.strip() for value in values.split(",") if value.strip()]
+
+
+def _log_json_lines() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    for name in ("memoryd.access", "memoryd.errors", "projections", "workers"):
+        logger = logging.getLogger(name)
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False

@@ -1,0 +1,145 @@
+"""Configuration: ``config.toml`` plus environment overrides, read once.
+
+The file path comes from ``--config`` or ``MEMORYD_CONFIG``; every key is
+optional. An environment variable beats the file. An invalid value stops
+start-up with a ``ConfigError`` that names the key.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from memoryd.errors import ConfigError
+
+
+def default_database_url() -> str:
+    """A SQLite file under the user's data directory (XDG), shared by CLI and server."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return f"sqlite:///{Path(base) / 'memoryd' / 'memoryd.db'}"
+
+
+@dataclass(frozen=True)
+class MemorySettings:
+    """The spec's ``[memory]`` section."""
+
+    relevance_k: int = 5
+    fetch_limit: int = 50
+    max_content: int = 32_768
+    nudge_cooldown: int = 300
+    nudges: bool = True
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    threads: int = 8
+    max_body_bytes: int = 1_048_576
+
+
+@dataclass(frozen=True)
+class StorageSettings:
+    database_url: str = field(default_factory=default_database_url)
+
+
+@dataclass(frozen=True)
+class Config:
+    memory: MemorySettings = field(default_factory=MemorySettings)
+    server: ServerSettings = field(default_factory=ServerSettings)
+    storage: StorageSettings = field(default_factory=StorageSettings)
+
+
+@dataclass(frozen=True)
+class _Key:
+    section: str
+    name: str
+    parse: Callable[[str, Any], Any]
+    env: str | None = None
+
+
+def _integer(low: int, high: int | None = None) -> Callable[[str, Any], int]:
+    def parse(key: str, value: Any) -> int:
+        if isinstance(value, str):
+            try:
+                value = int(value.strip())
+            except ValueError:
+                pass
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{key} must be an integer (got {value!r})")
+        if value < low or (high is not None and value > high):
+            bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+            raise ConfigError(f"{key} must be {bound} (got {value})")
+        return value
+
+    return parse
+
+
+def _boolean(key: str, value: Any) -> bool:
+    if isinstance(value, str) and value.strip().lower() in ("true", "1", "yes", "on"):
+        return True
+    if isinstance(value, str) and value.strip().lower() in ("false", "0", "no", "off"):
+        return False
+    if isinstance(value, bool):
+        return value
+    raise ConfigError(f"{key} must be true or false (got {value!r})")
+
+
+def _string(key: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{key} must be a non-empty string (got {value!r})")
+    return value.strip()
+
+
+_KEYS = (
+    _Key("memory", "relevance_k", _integer(1, 50)),
+    _Key("memory", "fetch_limit", _integer(1, 500)),
+    _Key("memory", "max_content", _integer(100, 65_536)),
+    _Key("memory", "nudge_cooldown", _integer(0)),
+    _Key("memory", "nudges", _boolean),
+    _Key("server", "host", _string, "MEMORYD_HOST"),
+    _Key("server", "port", _integer(1, 65_535), "MEMORYD_PORT"),
+    _Key("server", "threads", _integer(1, 256), "MEMORYD_THREADS"),
+    _Key("server", "max_body_bytes", _integer(1_024), "MEMORYD_MAX_BODY_BYTES"),
+    _Key("storage", "database_url", _string, "MEMORYD_DATABASE_URL"),
+)
+_SECTIONS = {"memory": MemorySettings, "server": ServerSettings, "storage": StorageSettings}
+
+
+def load_config(path: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None) -> Config:
+    """Read the file (if any), apply environment overrides, validate every key."""
+    environ = os.environ if environ is None else environ
+    path = path or environ.get("MEMORYD_CONFIG") or None
+    document = _read_toml(Path(path)) if path else {}
+    _reject_unknown(document)
+    values: dict[str, dict[str, Any]] = {section: {} for section in _SECTIONS}
+    for key in _KEYS:
+        qualified = f"{key.section}.{key.name}"
+        if key.env and environ.get(key.env):
+            values[key.section][key.name] = key.parse(key.env, environ[key.env])
+        elif key.name in document.get(key.section, {}):
+            values[key.section][key.name] = key.parse(qualified, document[key.section][key.name])
+    return Config(**{section: cls(**values[section]) for section, cls in _SECTIONS.items()})
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"config file {path} is not valid TOML: {error}") from None
+
+
+def _reject_unknown(document: dict[str, Any]) -> None:
+    known = {(key.section, key.name) for key in _KEYS}
+    for section, table in document.items():
+        if section not in _SECTIONS or not isinstance(table, dict):
+            raise ConfigError(f"unknown config section: {section}")
+        for name in table:
+            if (section, name) not in known:
+                raise ConfigError(f"unknown config key: {section}.{name}")

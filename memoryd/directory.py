@@ -1,0 +1,124 @@
+"""The directory: users, API tokens and workstreams.
+
+Reference data rather than memories: created by operators through the CLI
+and consulted by the API for authentication and scope ownership. Tokens are
+stored only as SHA-256 hashes; the clear value is shown once, at creation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import insert, select
+
+from memoryd.db import Database
+from memoryd.domain import utc_timestamp
+from memoryd.errors import NotFound, ValidationError
+from memoryd.schema import tokens, users, workstreams
+
+TOKEN_SCOPES = ("read", "write", "service")  # each implies the ones before it
+PERMISSIONS = ("admin.memories",)
+TOKEN_PREFIX = "mdt_"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """An authenticated caller: the token's user, scopes and permissions."""
+
+    user_id: str
+    token_id: str
+    scopes: frozenset[str]
+    permissions: frozenset[str]
+
+    def has_scope(self, needed: str) -> bool:
+        rank = TOKEN_SCOPES.index
+        return any(rank(held) >= rank(needed) for held in self.scopes)
+
+    def has_permission(self, permission: str) -> bool:
+        return permission in self.permissions
+
+
+@dataclass(frozen=True)
+class Workstream:
+    workstream_id: str
+    name: str
+    owner_user_id: str | None
+
+
+class Directory:
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    def create_user(self, name: str) -> str:
+        user_id = str(uuid.uuid4())
+        with self.database.write() as conn:
+            conn.execute(insert(users).values(user_id=user_id, name=name, created=utc_timestamp()))
+        return user_id
+
+    def create_token(
+        self, user_id: str, scopes: list[str], permissions: list[str], value: str | None = None
+    ) -> tuple[str, str]:
+        """Return ``(token_id, clear token)``; ``value`` adopts a token chosen by the operator."""
+        unknown = [scope for scope in scopes if scope not in TOKEN_SCOPES]
+        if unknown or not scopes:
+            raise ValidationError(f"scopes must be some of {', '.join(TOKEN_SCOPES)} (got {', '.join(scopes) or 'none'})")
+        if bad := [permission for permission in permissions if permission not in PERMISSIONS]:
+            raise ValidationError(f"unknown permission: {', '.join(bad)}; known: {', '.join(PERMISSIONS)}")
+        value = value or TOKEN_PREFIX + secrets.token_urlsafe(32)
+        token_id = str(uuid.uuid4())
+        with self.database.write() as conn:
+            if conn.execute(select(users.c.user_id).where(users.c.user_id == user_id)).first() is None:
+                raise NotFound(f"user not found: {user_id}")
+            conn.execute(
+                insert(tokens).values(
+                    token_id=token_id,
+                    user_id=user_id,
+                    token_hash=_hash(value),
+                    scopes=",".join(scopes),
+                    permissions=",".join(permissions),
+                    created=utc_timestamp(),
+                )
+            )
+        return token_id, value
+
+    def authenticate(self, value: str) -> Principal | None:
+        digest = _hash(value)
+        with self.database.read() as conn:
+            row = conn.execute(select(tokens).where(tokens.c.token_hash == digest)).first()
+        if row is None or not hmac.compare_digest(row.token_hash, digest):
+            return None
+        return Principal(
+            user_id=row.user_id,
+            token_id=row.token_id,
+            scopes=frozenset(filter(None, row.scopes.split(","))),
+            permissions=frozenset(filter(None, row.permissions.split(","))),
+        )
+
+    def has_tokens(self) -> bool:
+        with self.database.read() as conn:
+            return conn.execute(select(tokens.c.token_id).limit(1)).first() is not None
+
+    def create_workstream(self, owner_user_id: str | None, name: str = "") -> str:
+        workstream_id = str(uuid.uuid4())
+        with self.database.write() as conn:
+            if owner_user_id and conn.execute(select(users.c.user_id).where(users.c.user_id == owner_user_id)).first() is None:
+                raise NotFound(f"user not found: {owner_user_id}")
+            conn.execute(
+                insert(workstreams).values(
+                    workstream_id=workstream_id, name=name, owner_user_id=owner_user_id or None, created=utc_timestamp()
+                )
+            )
+        return workstream_id
+
+    def workstream(self, workstream_id: str) -> Workstream | None:
+        with self.database.read() as conn:
+            row = conn.execute(select(workstreams).where(workstreams.c.workstream_id == workstream_id)).first()
+        return Workstream(row.workstream_id, row.name, row.owner_user_id) if row else None
+
+
+def _hash(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()

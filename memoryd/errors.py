@@ -1,0 +1,45 @@
+"""One error family for the whole service.
+
+Each error knows the HTTP status it maps to, so the API turns any of them
+into ``{"error": message}`` in one place and bad input never becomes a 500.
+"""
+
+
+class MemorydError(Exception):
+    """Base class: ``message`` is safe to show to a client."""
+
+    status = 500
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ValidationError(MemorydError):
+    status = 400
+
+
+class Unauthorized(MemorydError):
+    status = 401
+
+
+class Forbidden(MemorydError):
+    status = 403
+
+
+class NotFound(MemorydError):
+    status = 404
+
+
+class Conflict(MemorydError):
+    status = 409
+
+
+class StorageError(MemorydError):
+    """The database failed; never reported to clients as a miss."""
+
+    status = 500
+
+
+class ConfigError(MemorydError):
+    """An invalid configuration value; the message names the key."""

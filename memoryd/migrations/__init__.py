@@ -1,0 +1,1 @@
+"""Alembic migrations for every memoryd table (run with ``memoryd db upgrade``)."""

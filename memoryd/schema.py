@@ -1,0 +1,102 @@
+"""Every table memoryd stores, in one SQLAlchemy ``MetaData``.
+
+Alembic migrations create these tables; ``tests/test_migrations.py`` checks
+that the migrations and this module agree. Three groups:
+
+* ``events``: the append-only log, the single source of truth;
+* read models derived from it (``structured_memories`` and the projection
+  checkpoints), which can be dropped and rebuilt at any time;
+* the directory (users, tokens, workstreams): reference data the API
+  consults for authentication and scope ownership.
+"""
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+metadata = MetaData()
+
+# SQLite only gives AUTOINCREMENT (never reuse a position) to INTEGER PRIMARY KEY.
+Position = BigInteger().with_variant(Integer(), "sqlite")
+Document = JSON().with_variant(JSONB(), "postgresql")
+
+events = Table(
+    "events",
+    metadata,
+    Column("position", Position, primary_key=True, autoincrement=True),
+    Column("stream_id", Text, nullable=False),
+    Column("stream_version", Integer, nullable=False),
+    Column("event_type", String(64), nullable=False),
+    Column("schema_version", Integer, nullable=False),
+    Column("payload", Document, nullable=False),
+    Column("metadata", Document, nullable=False, key="meta"),
+    Column("recorded_at", String(32), nullable=False),
+    UniqueConstraint("stream_id", "stream_version", name="uq_events_stream_version"),
+    sqlite_autoincrement=True,
+)
+
+structured_memories = Table(
+    "structured_memories",
+    metadata,
+    Column("memory_id", String(36), primary_key=True),
+    Column("name", Text, nullable=False),
+    Column("description", Text, nullable=False),
+    Column("type", String(32), nullable=False),
+    Column("scope", String(32), nullable=False),
+    Column("scope_id", Text, nullable=False),
+    Column("content", Text, nullable=False),
+    Column("created", String(19), nullable=False),
+    Column("updated", String(19), nullable=False),
+    Column("last_accessed", String(19), nullable=False),
+    Column("access_count", Integer, nullable=False),
+    UniqueConstraint("name", "scope", "scope_id", name="uq_structured_memories_identity"),
+    Index("ix_structured_memories_scope", "scope", "scope_id"),
+    Index("ix_structured_memories_type", "type"),
+    Index("ix_structured_memories_recency", "updated", "memory_id"),
+)
+
+projection_checkpoints = Table(
+    "projection_checkpoints",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("position", BigInteger, nullable=False),
+)
+
+users = Table(
+    "users",
+    metadata,
+    Column("user_id", String(36), primary_key=True),
+    Column("name", Text, nullable=False),
+    Column("created", String(19), nullable=False),
+)
+
+tokens = Table(
+    "tokens",
+    metadata,
+    Column("token_id", String(36), primary_key=True),
+    Column("user_id", String(36), ForeignKey("users.user_id"), nullable=False),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("scopes", Text, nullable=False),
+    Column("permissions", Text, nullable=False),
+    Column("created", String(19), nullable=False),
+)
+
+workstreams = Table(
+    "workstreams",
+    metadata,
+    Column("workstream_id", String(36), primary_key=True),
+    Column("name", Text, nullable=False),
+    Column("owner_user_id", String(36), ForeignKey("users.user_id"), nullable=True),
+    Column("created", String(19), nullable=False),
+)

@@ -1,0 +1,1 @@
+"""Projections: read models derived from the event log, rebuildable at will."""

@@ -1,0 +1,43 @@
+"""The ``structured_memories`` read model, one row per live memory.
+
+Each apply is an upsert or a delete keyed by ``memory_id`` carrying the
+event's full memory, so applying the same event twice leaves the same row.
+``last_accessed`` starts at the write time and ``access_count`` at zero;
+reads may bump them later, and a write keeps the count.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, delete
+from sqlalchemy.dialects.postgresql import insert as postgres_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from events.types import MemoryDeleted, RecordedEvent
+from memoryd.schema import structured_memories
+
+_REWRITTEN_ON_UPDATE = ("name", "description", "type", "scope", "scope_id", "content", "created", "updated", "last_accessed")
+
+
+class MemoryTableProjection:
+    name = "structured_memories"
+
+    def apply(self, conn: Connection, recorded: RecordedEvent) -> None:
+        event = recorded.to_domain()
+        if isinstance(event, MemoryDeleted):
+            conn.execute(delete(structured_memories).where(structured_memories.c.memory_id == event.memory.memory_id))
+            return
+        row: dict[str, Any] = event.memory.to_dict() | {"last_accessed": event.memory.updated, "access_count": 0}
+        insert = postgres_insert if conn.dialect.name == "postgresql" else sqlite_insert
+        statement = insert(structured_memories).values(row)
+        excluded = statement.excluded
+        conn.execute(
+            statement.on_conflict_do_update(
+                index_elements=[structured_memories.c.memory_id],
+                set_={column: excluded[column] for column in _REWRITTEN_ON_UPDATE},
+            )
+        )
+
+    def reset(self, conn: Connection) -> None:
+        conn.execute(delete(structured_memories))

@@ -1,0 +1,85 @@
+"""The read side: short queries over the ``structured_memories`` projection."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Select, and_, func, or_, select
+
+from memoryd.db import Database
+from memoryd.domain import Namespace
+from memoryd.schema import structured_memories as memories
+from projections.ranking import bm25_scores, tokenize
+
+
+@dataclass(frozen=True)
+class ScopePattern:
+    """Rows of ``scope``; with ``scope_id`` None, whatever their scope id."""
+
+    scope: str
+    scope_id: str | None = None
+
+
+@dataclass(frozen=True)
+class MemoryFilter:
+    """Which rows a read may return; ``scopes`` None means every scope (admins)."""
+
+    type: str = ""
+    scopes: tuple[ScopePattern, ...] | None = None
+
+
+def list_memories(conn: Connection, where: MemoryFilter, limit: int) -> list[dict[str, Any]]:
+    query = _filtered(select(memories), where).order_by(memories.c.updated.desc(), memories.c.memory_id).limit(limit)
+    return [dict(row._mapping) for row in conn.execute(query)]
+
+
+def count_memories(conn: Connection, where: MemoryFilter) -> int:
+    return int(conn.execute(_filtered(select(func.count()).select_from(memories), where)).scalar_one())
+
+
+def get_memory(conn: Connection, memory_id: str) -> dict[str, Any] | None:
+    row = conn.execute(select(memories).where(memories.c.memory_id == memory_id)).first()
+    return dict(row._mapping) if row else None
+
+
+def search_memories(conn: Connection, where: MemoryFilter, query: str, limit: int) -> list[dict[str, Any]]:
+    """Rank by BM25 over exactly the rows ``where`` admits; no shared word, no result."""
+    words = tokenize(query)
+    if not words:
+        return []
+    rows = [dict(row._mapping) for row in conn.execute(_filtered(select(memories), where))]
+    documents = [tokenize(f"{row['name']} {row['description']} {row['content']}") for row in rows]
+    ranked = [(score, row) for score, row in zip(bm25_scores(documents, words), rows) if score > 0]
+    ranked.sort(key=lambda pair: pair[1]["memory_id"])
+    ranked.sort(key=lambda pair: pair[1]["updated"], reverse=True)
+    ranked.sort(key=lambda pair: pair[0], reverse=True)
+    return [row for _, row in ranked[:limit]]
+
+
+class MemoryLocator:
+    """Answers ``identity_of`` for the admin delete-by-id command from the read model."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    def identity_of(self, memory_id: str) -> tuple[str, Namespace] | None:
+        columns = (memories.c.name, memories.c.scope, memories.c.scope_id)
+        with self.database.read() as conn:
+            row = conn.execute(select(*columns).where(memories.c.memory_id == memory_id)).first()
+        return (row.name, Namespace(row.scope, row.scope_id)) if row else None
+
+
+def _filtered(query: Select[Any], where: MemoryFilter) -> Select[Any]:
+    if where.type:
+        query = query.where(memories.c.type == where.type)
+    if where.scopes is not None:
+        query = query.where(or_(False, *(_matches(pattern) for pattern in where.scopes)))
+    return query
+
+
+def _matches(pattern: ScopePattern) -> Any:
+    if pattern.scope_id is None:
+        return memories.c.scope == pattern.scope
+    return and_(memories.c.scope == pattern.scope, memories.c.scope_id == pattern.scope_id)
+

@@ -1,0 +1,160 @@
+"""Shared fixtures: a fresh database per test on SQLite and on the real PostgreSQL.
+
+PostgreSQL tests run in a schema of their own, dropped afterwards. When the
+server is unreachable they are skipped on a laptop, but under ``CI=true``
+they fail loudly: CI must never pass without them.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import create_engine, text
+
+from api.app import create_app
+from memoryd import migrate
+from memoryd.bootstrap import Services, build_services
+from memoryd.config import Config, StorageSettings
+
+POSTGRES_URL = os.environ.get("MEMORYD_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+UNDER_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def _postgres_unavailable() -> str | None:
+    engine = create_engine(POSTGRES_URL)
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+    except Exception as error:  # any failure to connect means the same thing here
+        return f"PostgreSQL at {POSTGRES_URL} is unreachable: {error}"
+    finally:
+        engine.dispose()
+    return None
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> str:
+    problem = _postgres_unavailable()
+    if problem and UNDER_CI:
+        pytest.fail(f"{problem} (CI=true: the PostgreSQL suites must run)", pytrace=False)
+    if problem:
+        pytest.skip(problem)
+    return POSTGRES_URL
+
+
+@pytest.fixture
+def postgres_url(postgres_server: str) -> Iterator[str]:
+    """A URL whose search_path is a fresh, empty schema."""
+    schema = f"memoryd_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(postgres_server, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    try:
+        yield f"{postgres_server}?options=-csearch_path%3D{schema}"
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Any) -> str:
+    return f"sqlite:///{tmp_path / 'memoryd.db'}"
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest) -> str:
+    """Runs the test once per backend."""
+    return str(request.getfixturevalue(f"{request.param}_url"))
+
+
+def make_services(url: str, **memory: Any) -> Services:
+    services = build_services(Config(storage=StorageSettings(database_url=url)))
+    migrate.upgrade(services.database)
+    return services
+
+
+@pytest.fixture
+def services(sqlite_url: str) -> Iterator[Services]:
+    """Services on SQLite (the fast default for API tests)."""
+    built = make_services(sqlite_url)
+    yield built
+    built.database.dispose()
+
+
+@pytest.fixture
+def any_services(database_url: str) -> Iterator[Services]:
+    """Services on each backend in turn."""
+    built = make_services(database_url)
+    yield built
+    built.database.dispose()
+
+
+@dataclass
+class Caller:
+    """A user with a token, and a client that sends it."""
+
+    user_id: str
+    token: str
+    client: FlaskClient
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        headers = {"Authorization": f"Bearer {self.token}", **kwargs.pop("headers", {})}
+        return self.client.open(path, method=method, headers=headers, **kwargs)
+
+    def get(self, path: str, **kwargs: Any) -> Any:
+        return self.request("GET", path, **kwargs)
+
+    def post(self, path: str, **kwargs: Any) -> Any:
+        return self.request("POST", path, **kwargs)
+
+    def delete(self, path: str, **kwargs: Any) -> Any:
+        return self.request("DELETE", path, **kwargs)
+
+    def save(self, name: str, content: str = "some content", description: str = "a description", **fields: Any) -> Any:
+        return self.post("/v1/api/memories", json={"name": name, "content": content, "description": description, **fields})
+
+
+MakeCaller = Callable[..., Caller]
+
+
+def _caller_factory(app: Flask, svc: Services) -> MakeCaller:
+    def make(scopes: str = "read,write", permissions: tuple[str, ...] = (), user_id: str | None = None) -> Caller:
+        user = user_id or svc.directory.create_user("user")
+        _, token = svc.directory.create_token(user, scopes.split(","), list(permissions))
+        return Caller(user, token, app.test_client())
+
+    return make
+
+
+@pytest.fixture
+def app(services: Services) -> Flask:
+    return create_app(services.config, services)
+
+
+@pytest.fixture
+def make_caller(app: Flask, services: Services) -> MakeCaller:
+    return _caller_factory(app, services)
+
+
+@pytest.fixture
+def alice(make_caller: MakeCaller) -> Caller:
+    return make_caller()
+
+
+@pytest.fixture
+def admin(make_caller: MakeCaller) -> Caller:
+    return make_caller("read,write", ("admin.memories",))
+
+
+@pytest.fixture
+def any_make_caller(any_services: Services) -> MakeCaller:
+    """``make_caller`` on each backend in turn."""
+    return _caller_factory(create_app(any_services.config, any_services), any_services)

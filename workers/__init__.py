@@ -1,0 +1,1 @@
+"""Workers: the processes and dispatchers that run projections."""
