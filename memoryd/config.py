@@ -16,9 +16,10 @@ from typing import Any, Callable, Mapping
 from memoryd.errors import ConfigError
 
 
-def default_database_url() -> str:
+def default_database_url(environ: Mapping[str, str] | None = None) -> str:
     """A SQLite file under the user's data directory (XDG), shared by CLI and server."""
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    environ = os.environ if environ is None else environ
+    base = environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return f"sqlite:///{Path(base) / 'memoryd' / 'memoryd.db'}"
 
 
@@ -116,6 +117,7 @@ def load_config(path: str | os.PathLike[str] | None = None, environ: Mapping[str
     document = _read_toml(Path(path)) if path else {}
     _reject_unknown(document)
     values: dict[str, dict[str, Any]] = {section: {} for section in _SECTIONS}
+    values["storage"]["database_url"] = default_database_url(environ)
     for key in _KEYS:
         qualified = f"{key.section}.{key.name}"
         if key.env and environ.get(key.env):

@@ -1,0 +1,467 @@
+"""Saves per second through the command handler vs a raw insert, side by side.
+
+Three paths write the same rows in the same database, interleaved in small
+chunks (rotating which path goes first) so table growth, cache warm-up and
+background noise hit all of them alike:
+
+* ``memoryd``: ``services.bus.handle(SaveMemory.validated(...), EventMetadata(...))``:
+  validation, stream load, event append (PG: advisory lock), in-process
+  projection catch-up with its checkpoint.
+* ``raw memories``: one SQLAlchemy Core ``INSERT`` (``ON CONFLICT DO UPDATE``
+  for updates, the projection's own statement shape) into
+  ``structured_memories``, one transaction (commit) per row.
+* ``raw events``: one Core ``INSERT`` of the same event row into a copy of the
+  ``events`` table (``bench_events``, same columns, types and unique key),
+  one transaction per row. A copy, so the projector never sees these rows.
+
+Both baselines go through the same ``Database`` engine as memoryd (same pool,
+SQLite pragmas and ``BEGIN IMMEDIATE``, PG ``pool_pre_ping``), so the ratio
+isolates what memoryd does per save, not connection set-up.
+
+Workloads: ``create`` (N new memories) and ``update`` (N saves of existing
+memories, picked with a fixed seed: upserts). Single writer, sequential.
+
+Run from the repo root::
+
+    /work/venv/bin/python bench/bench_saves.py                  # both backends, defaults
+    /work/venv/bin/python bench/bench_saves.py --backend sqlite --count 5000
+    /work/venv/bin/python bench/bench_saves.py --breakdown      # + where memoryd's time goes
+
+PostgreSQL: ``MEMORYD_BENCH_POSTGRES_URL`` (default
+``postgresql+psycopg://postgres@127.0.0.1:5432/test``); a fresh schema is
+created and dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import sqlalchemy  # noqa: E402
+from sqlalchemy import Column, Integer, MetaData, String, Table, Text, UniqueConstraint, create_engine, event, insert, text  # noqa: E402
+from sqlalchemy.dialects.postgresql import insert as postgres_insert  # noqa: E402
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert  # noqa: E402
+
+from commands.model import SaveMemory  # noqa: E402
+from events.types import MEMORY_SAVED, MEMORY_UPDATED, EventMetadata, memory_stream_id  # noqa: E402
+from memoryd import migrate  # noqa: E402
+from memoryd.bootstrap import Services, build_services  # noqa: E402
+from memoryd.config import Config, StorageSettings  # noqa: E402
+from memoryd.domain import REST_MAX_CONTENT, Memory, Namespace, utc_timestamp  # noqa: E402
+from memoryd.schema import Document, Position, structured_memories  # noqa: E402
+
+SEED = 20261130
+CHUNK = 50
+WARMUP = 25
+DEFAULT_COUNT = {"sqlite": 2000, "postgres": 1000}
+POSTGRES_URL = os.environ.get("MEMORYD_BENCH_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+
+OURS = "memoryd bus.handle"
+RAW_MEMORIES = "raw insert structured_memories"
+RAW_EVENTS = "raw insert events only"
+PATHS = (OURS, RAW_MEMORIES, RAW_EVENTS)
+
+# A copy of the events table (same columns, types and unique key) for the events-only baseline.
+_bench_metadata = MetaData()
+bench_events = Table(
+    "bench_events",
+    _bench_metadata,
+    Column("position", Position, primary_key=True, autoincrement=True),
+    Column("stream_id", Text, nullable=False),
+    Column("stream_version", Integer, nullable=False),
+    Column("event_type", String(64), nullable=False),
+    Column("schema_version", Integer, nullable=False),
+    Column("payload", Document, nullable=False),
+    Column("metadata", Document, nullable=False, key="meta"),
+    Column("recorded_at", String(32), nullable=False),
+    UniqueConstraint("stream_id", "stream_version", name="uq_bench_events_stream_version"),
+    sqlite_autoincrement=True,
+)
+
+_WORDS = """
+the a of to and in for on with that this is was be it as at by from or an not are we our
+deploy release staging production rollback migration schema index query latency cache
+token user project workstream agent memory context prompt review feedback decision note
+prefers always never before after when because should must avoid use keep run check test
+build pipeline branch commit merge conflict ticket sprint deadline meeting customer team
+config flag timeout retry queue worker job event log metric alert dashboard incident
+database postgres sqlite backup restore replica vacuum lock transaction snapshot version
+python flask api endpoint request response error status header json payload limit page
+api_key secret rotate expire permission scope admin owner access audit policy compliance
+frontend backend service cluster node container image registry volume network proxy
+monday friday weekly daily morning quarter roadmap priority estimate blocker dependency
+document summary detail example reason goal plan step result outcome issue fix patch
+""".split()
+_TOPICS = """deploy_checklist coding_style review_preferences oncall_runbook db_conventions
+api_guidelines release_notes team_contacts incident_postmortem sprint_goals customer_context
+tooling_setup branch_policy test_strategy""".split()
+_TYPES = ("general", "feedback", "reference", "user")
+
+
+def _sentence(rng: random.Random, words: int) -> str:
+    body = " ".join(rng.choice(_WORDS) for _ in range(words))
+    return body[0].upper() + body[1:] + "."
+
+
+def _content(rng: random.Random, words: int = 80) -> str:
+    parts, left = [], words
+    while left > 0:
+        n = min(left, rng.randint(8, 16))
+        parts.append(_sentence(rng, n))
+        left -= n
+    return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class Save:
+    name: str
+    content: str
+    description: str
+    type: str
+    request_id: str
+
+
+def make_workload(count: int, seed: int) -> tuple[list[Save], list[tuple[int, Save]]]:
+    """``count`` creates, then ``count`` updates of existing memories (index, new fields)."""
+    rng = random.Random(seed)
+    creates = [
+        Save(
+            name=f"{rng.choice(_TOPICS)}_{i:05d}",
+            content=_content(rng),
+            description=_sentence(rng, 8),
+            type=rng.choice(_TYPES),
+            request_id=uuid.UUID(int=rng.getrandbits(128)).hex,
+        )
+        for i in range(count)
+    ]
+    updates = []
+    for _ in range(count):
+        i = rng.randrange(count)
+        updates.append((i, Save(creates[i].name, _content(rng), _sentence(rng, 8), creates[i].type,
+                                uuid.UUID(int=rng.getrandbits(128)).hex)))
+    return creates, updates
+
+
+@dataclass
+class Stats:
+    latencies_ns: list[int] = field(default_factory=list)
+
+    @property
+    def per_second(self) -> float:
+        return len(self.latencies_ns) / (sum(self.latencies_ns) / 1e9)
+
+    def percentile_ms(self, q: int) -> float:
+        return statistics.quantiles(self.latencies_ns, n=100, method="inclusive")[q - 1] / 1e6
+
+
+class Runner:
+    """The three write paths against one freshly migrated database."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.database = services.database
+        dialect = self.database.dialect
+        self.insert = postgres_insert if dialect == "postgresql" else sqlite_insert
+        self.ours_ns = Namespace("user", "bench-ours")
+        self.raw_ns = Namespace("user", "bench-raw")
+        self.events_ns = Namespace("user", "bench-events")
+        self.raw_ids: dict[int, str] = {}
+        self.raw_versions: dict[int, int] = {}
+        _bench_metadata.create_all(self.database.engine)
+
+    def metadata(self, save: Save) -> EventMetadata:
+        return EventMetadata(actor_user_id="bench-ours", token_id="bench-token", surface="rest",
+                             client_ip="127.0.0.1", request_id=save.request_id)
+
+    # -- memoryd ------------------------------------------------------------
+    def ours(self, save: Save) -> None:
+        command = SaveMemory.validated(name=save.name, content=save.content, description=save.description,
+                                       type=save.type, max_content=REST_MAX_CONTENT,
+                                       resolve_namespace=lambda: self.ours_ns)
+        self.services.bus.handle(command, self.metadata(save))
+
+    # -- raw structured_memories -------------------------------------------
+    def raw_create(self, i: int, save: Save) -> None:
+        now = utc_timestamp()
+        memory_id = str(uuid.uuid4())
+        row = {"memory_id": memory_id, "name": save.name, "description": save.description, "type": save.type,
+               "scope": self.raw_ns.scope, "scope_id": self.raw_ns.scope_id, "content": save.content,
+               "created": now, "updated": now, "last_accessed": now, "access_count": 0}
+        with self.database.write() as conn:
+            conn.execute(insert(structured_memories), row)
+        self.raw_ids[i] = memory_id
+
+    def raw_update(self, i: int, save: Save) -> None:
+        now = utc_timestamp()
+        row = {"memory_id": self.raw_ids[i], "name": save.name, "description": save.description, "type": save.type,
+               "scope": self.raw_ns.scope, "scope_id": self.raw_ns.scope_id, "content": save.content,
+               "created": now, "updated": now, "last_accessed": now, "access_count": 0}
+        statement = self.insert(structured_memories).values(row)
+        statement = statement.on_conflict_do_update(
+            index_elements=[structured_memories.c.memory_id],
+            set_={c: statement.excluded[c] for c in ("description", "type", "content", "updated", "last_accessed")},
+        )
+        with self.database.write() as conn:
+            conn.execute(statement)
+
+    # -- raw events ---------------------------------------------------------
+    def raw_event(self, i: int, save: Save) -> None:
+        now = utc_timestamp()
+        version = self.raw_versions.get(i, 0) + 1
+        memory = Memory(str(uuid.uuid4()), save.name, save.description, save.type, self.events_ns.scope, self.events_ns.scope_id,
+                        save.content, now, now)
+        row = {
+            "stream_id": memory_stream_id(save.name, self.events_ns.scope, self.events_ns.scope_id),
+            "stream_version": version,
+            "event_type": MEMORY_SAVED if version == 1 else MEMORY_UPDATED,
+            "schema_version": 1,
+            "payload": {"memory": memory.to_dict()},
+            "meta": self.metadata(save).to_dict(),
+            "recorded_at": now + ".000000Z",
+        }
+        with self.database.write() as conn:
+            conn.execute(insert(bench_events), row)
+        self.raw_versions[i] = version
+
+
+def _timed(stats: Stats, op: Callable[[], None]) -> None:
+    start = time.perf_counter_ns()
+    op()
+    stats.latencies_ns.append(time.perf_counter_ns() - start)
+
+
+def run_workload(runner: Runner, items: list[tuple[int, Save]], update: bool) -> dict[str, Stats]:
+    results = {path: Stats() for path in PATHS}
+    raw_memories = runner.raw_update if update else runner.raw_create
+    ops: dict[str, Callable[[int, Save], None]] = {
+        OURS: lambda _i, save: runner.ours(save),
+        RAW_MEMORIES: raw_memories,
+        RAW_EVENTS: runner.raw_event,
+    }
+    for chunk_number, start in enumerate(range(0, len(items), CHUNK)):
+        chunk = items[start:start + CHUNK]
+        order = PATHS[chunk_number % 3:] + PATHS[:chunk_number % 3]  # rotate who goes first
+        for path in order:
+            for i, save in chunk:
+                _timed(results[path], lambda: ops[path](i, save))
+    return results
+
+
+@dataclass
+class Breakdown:
+    """Where memoryd's time goes: phase timings plus statement/commit/checkout counts."""
+
+    phases: dict[str, list[int]] = field(default_factory=lambda: {"load": [], "append": [], "catch_up": []})
+    counts: Counter[str] = field(default_factory=Counter)
+    saves: int = 0
+
+
+@contextmanager
+def instrumented(services: Services) -> Iterator[Breakdown]:
+    """Wrap the store and projector of ``services`` (instance attributes only) and count SQL work."""
+    breakdown = Breakdown()
+    engine = services.database.engine
+
+    def wrap(obj: Any, attr: str, phase: str) -> None:
+        original = getattr(obj, attr)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter_ns()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                breakdown.phases[phase].append(time.perf_counter_ns() - start)
+
+        setattr(obj, attr, timed)
+
+    def on_execute(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        breakdown.counts["statements"] += 1
+        word = statement.lstrip().split(None, 1)[0].upper()
+        if word == "SELECT" and "pg_advisory_xact_lock" in statement:
+            word = "SELECT advisory lock"
+        elif word == "SELECT" and "FOR UPDATE" in statement:
+            word = "SELECT ... FOR UPDATE"
+        elif word == "SELECT" and statement.strip().upper() == "SELECT 1":
+            word = "SELECT 1 (pre-ping)"
+        breakdown.counts[f"  {word}"] += 1
+
+    def on_commit(conn: Any) -> None:
+        breakdown.counts["commits"] += 1
+
+    def on_checkout(*args: Any) -> None:
+        breakdown.counts["pool checkouts"] += 1
+
+    wrap(services.store, "last_event", "load")
+    wrap(services.store, "append", "append")
+    wrap(services.projector, "catch_up", "catch_up")
+    event.listen(engine, "before_cursor_execute", on_execute)
+    event.listen(engine, "commit", on_commit)
+    event.listen(engine.pool, "checkout", on_checkout)
+    try:
+        yield breakdown
+    finally:
+        event.remove(engine, "before_cursor_execute", on_execute)
+        event.remove(engine, "commit", on_commit)
+        event.remove(engine.pool, "checkout", on_checkout)
+        for attr in ("last_event", "append"):
+            delattr(services.store, attr)
+        delattr(services.projector, "catch_up")
+
+
+def run_breakdown(services: Services, creates: list[Save]) -> list[str]:
+    """A separate, instrumented pass of memoryd alone (not part of the side-by-side numbers)."""
+    lines = []
+    n = min(len(creates), 300)
+    ns = Namespace("user", "bench-breakdown")
+    first = creates[:n]
+    again = [Save(s.name, s.content + " Updated.", s.description, s.type, s.request_id) for s in first]
+    for label, saves in (("create", first), ("update", again)):
+        with instrumented(services) as breakdown:
+            total_start = time.perf_counter_ns()
+            for save in saves:
+                command = SaveMemory.validated(name=save.name, content=save.content, description=save.description,
+                                               type=save.type, max_content=REST_MAX_CONTENT,
+                                               resolve_namespace=lambda: ns)
+                services.bus.handle(command, EventMetadata(request_id=save.request_id))
+            total = (time.perf_counter_ns() - total_start) / n / 1e6
+        lines.append(f"  {label} (n={n}): {total:.3f} ms/save in total")
+        for phase, values in breakdown.phases.items():
+            lines.append(f"    {phase:<10} mean {statistics.fmean(values) / 1e6:.3f} ms  p50 "
+                         f"{statistics.median(values) / 1e6:.3f} ms")
+        for key, value in sorted(breakdown.counts.items(), key=lambda kv: (kv[0].startswith("  "), kv[0])):
+            lines.append(f"    {key:<26} {value / n:.2f} per save")
+    return lines
+
+
+@contextmanager
+def sqlite_database() -> Iterator[str]:
+    with tempfile.TemporaryDirectory(prefix="memoryd-bench-") as directory:
+        yield f"sqlite:///{Path(directory) / 'bench.db'}"
+
+
+@contextmanager
+def postgres_database() -> Iterator[str]:
+    schema = f"memoryd_bench_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    try:
+        yield f"{POSTGRES_URL}?options=-csearch_path%3D{schema}"
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
+def server_version(services: Services) -> str:
+    with services.database.read() as conn:
+        if services.database.dialect == "postgresql":
+            settings = {name: conn.execute(text(f"SHOW {name}")).scalar() for name in ("synchronous_commit", "fsync")}
+            version = conn.execute(text("SHOW server_version")).scalar()
+            return f"PostgreSQL {version} (" + ", ".join(f"{k}={v}" for k, v in settings.items()) + ")"
+        journal = conn.exec_driver_sql("PRAGMA journal_mode").scalar()
+        synchronous = conn.exec_driver_sql("PRAGMA synchronous").scalar()
+        return f"SQLite {sqlite3.sqlite_version} (journal_mode={journal}, synchronous={synchronous})"
+
+
+def bench_backend(backend: str, count: int, breakdown: bool) -> tuple[list[tuple[str, str, Stats, float]], list[str]]:
+    creates, updates = make_workload(count, SEED)
+    warm_creates, warm_updates = make_workload(WARMUP, SEED + 1)
+    factory = sqlite_database if backend == "sqlite" else postgres_database
+    with factory() as url:
+        services = build_services(Config(storage=StorageSettings(database_url=url)))
+        try:
+            migrate.upgrade(services.database)
+            notes = [f"{backend}: {server_version(services)}"]
+            # Warm-up on its own names and indices (never counted).
+            warm = Runner(services)
+            warm.ours_ns, warm.raw_ns, warm.events_ns = (Namespace("user", f"warm-{p}") for p in ("ours", "raw", "events"))
+            run_workload(warm, list(enumerate(warm_creates)), update=False)
+            runner = Runner(services)
+            rows = []
+            started = time.perf_counter()
+            for workload, items, update in (("create", list(enumerate(creates)), False), ("update", updates, True)):
+                stats = run_workload(runner, items, update)
+                ours = stats[OURS].per_second
+                for path in PATHS:
+                    rows.append((workload, path, stats[path], ours / stats[path].per_second))
+            notes.append(f"{backend}: side-by-side run took {time.perf_counter() - started:.1f} s")
+            if breakdown:
+                notes.append(f"{backend}: memoryd breakdown (separate instrumented pass, overhead included):")
+                notes.extend(run_breakdown(services, creates))
+            return rows, notes
+        finally:
+            services.database.dispose()
+
+
+def environment() -> list[str]:
+    try:
+        nproc = subprocess.run(["nproc"], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        nproc = str(os.cpu_count())
+    import psycopg
+
+    return [
+        f"python {platform.python_version()} ({platform.python_implementation()}), "
+        f"SQLAlchemy {sqlalchemy.__version__}, psycopg {psycopg.__version__}, sqlite3 lib {sqlite3.sqlite_version}",
+        f"nproc {nproc}, {platform.system()} {platform.release()} {platform.machine()}",
+    ]
+
+
+def print_table(results: list[tuple[str, str, str, Stats, float]]) -> None:
+    print("| backend | workload | path | n | saves/s | p50 ms | p95 ms | ours / this (saves/s) |")
+    print("|---|---|---|---:|---:|---:|---:|---:|")
+    for backend, workload, path, stats, ratio in results:
+        ratio_text = "1.00" if path == OURS else f"{ratio:.2f}"
+        print(f"| {backend} | {workload} | {path} | {len(stats.latencies_ns)} | {stats.per_second:,.0f} | "
+              f"{stats.percentile_ms(50):.3f} | {stats.percentile_ms(95):.3f} | {ratio_text} |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--backend", choices=("sqlite", "postgres", "both"), default="both")
+    parser.add_argument("--count", type=int, default=None,
+                        help="memories per workload (default 2000 on sqlite, 1000 on postgres)")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also run an instrumented memoryd-only pass: phase timings, statements, commits per save")
+    args = parser.parse_args(argv)
+    backends = ("sqlite", "postgres") if args.backend == "both" else (args.backend,)
+
+    print("# bench_saves: " + " ".join(["bench/bench_saves.py", *(argv if argv is not None else sys.argv[1:])]))
+    for line in environment():
+        print("# " + line)
+    print(f"# seed {SEED}, chunk {CHUNK} (paths interleaved, rotating order), warm-up {WARMUP} per path, "
+          "one transaction per save on every path")
+    results, notes = [], []
+    for backend in backends:
+        count = args.count or DEFAULT_COUNT[backend]
+        rows, backend_notes = bench_backend(backend, count, args.breakdown)
+        results.extend((backend, *row) for row in rows)
+        notes.extend(backend_notes)
+    print()
+    print_table(results)
+    print()
+    for note in notes:
+        print("# " + note if not note.startswith("  ") else "#" + note)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,24 @@
+"""Small test utilities shared by several test modules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+
+from memoryd.bootstrap import Services
+from memoryd.schema import structured_memories
+
+
+def table_rows(services: Services) -> list[dict[str, Any]]:
+    """The whole structured_memories table, in a stable order."""
+    with services.database.read() as conn:
+        rows = conn.execute(select(structured_memories).order_by(structured_memories.c.memory_id))
+        return [dict(row._mapping) for row in rows]
+
+
+def rebuild_equals_live(services: Services) -> bool:
+    """Throw the read model away, replay the log, and compare with what was live."""
+    live = table_rows(services)
+    services.projector.rebuild(services.memory_table)
+    return table_rows(services) == live

@@ -1,0 +1,146 @@
+"""The memoryd command line, as an operator uses it."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+from click.testing import CliRunner
+
+from memoryd.cli import main
+from tests.conftest import make_services
+
+
+@pytest.fixture
+def run(sqlite_url):
+    runner = CliRunner()
+
+    def invoke(*args: str, env: dict[str, str] | None = None):
+        return runner.invoke(main, list(args), env={"MEMORYD_DATABASE_URL": sqlite_url, **(env or {})})
+
+    return invoke
+
+
+def _last_line(result) -> str:
+    return result.output.strip().splitlines()[-1]
+
+
+def test_create_commands_print_the_new_id_or_token_on_their_last_line(run, sqlite_url):
+    user = run("users", "create", "alice")
+    assert user.exit_code == 0, user.output
+    user_id = _last_line(user)
+    token = run("tokens", "create", "--user", user_id, "--scopes", "read,write", "--permission", "admin.memories")
+    assert token.exit_code == 0, token.output
+    workstream = run("workstreams", "create", "--owner", user_id, "--name", "backend")
+    assert workstream.exit_code == 0, workstream.output
+
+    services = make_services(sqlite_url)
+    principal = services.directory.authenticate(_last_line(token))
+    assert principal is not None and principal.user_id == user_id
+    assert principal.permissions == {"admin.memories"}
+    assert services.directory.workstream(_last_line(workstream)).owner_user_id == user_id
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("tokens", "create", "--user", "nobody"), "user not found: nobody"),
+    (("tokens", "create", "--user", "x", "--scopes", "admin"), "scopes must be some of read, write, service"),
+    (("workstreams", "create", "--owner", "nobody"), "user not found: nobody"),
+])
+def test_bad_input_exits_non_zero_with_a_one_line_reason(run, args, message):
+    result = run(*args)
+    assert result.exit_code == 1
+    assert message in result.output
+
+
+def test_db_upgrade_can_run_twice(run):
+    assert run("db", "upgrade").exit_code == 0
+    assert run("db", "upgrade").exit_code == 0
+
+
+def test_projections_rebuild_reports_what_it_rebuilt(run, sqlite_url):
+    services = make_services(sqlite_url)
+    from commands.model import SaveMemory
+    from events.types import EventMetadata
+    from memoryd.domain import Namespace
+
+    for name in ("one", "two"):
+        services.bus.handle(SaveMemory(name, "c", "d", None, Namespace("global", "")), EventMetadata(surface="cli"))
+    result = run("projections", "rebuild")
+    assert result.exit_code == 0, result.output
+    assert "up to position 2: 2 memories" in result.output
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _serve(sqlite_url: str, extra_env: dict[str, str]) -> tuple[subprocess.Popen[str], int]:
+    port = _free_port()
+    env = {**os.environ, "MEMORYD_DATABASE_URL": sqlite_url, **extra_env}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memoryd", "serve", "--port", str(port)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/api/openapi.json", timeout=1)
+            return process, port
+        except OSError:
+            time.sleep(0.1)
+    process.kill()
+    raise AssertionError(f"memoryd serve did not come up: {process.communicate()}")
+
+
+def _request(port: int, token: str, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}", method=method, data=json.dumps(body).encode() if body else None,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=5) as response:
+        return response.status, json.loads(response.read())
+
+
+def test_serve_creates_the_schema_and_prints_an_admin_token_once(sqlite_url):
+    process, port = _serve(sqlite_url, {})
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/api/openapi.json", timeout=5) as response:
+            assert response.headers["Server"] == "memoryd"  # waitress, not Werkzeug's development server
+    finally:
+        process.terminate()
+        stdout, stderr = process.communicate(timeout=10)
+    token = stdout.strip().splitlines()[-1]
+    assert token.startswith("mdt_")
+    assert "development server" not in stderr.lower()
+
+    process, port = _serve(sqlite_url, {})  # a second start prints no new token
+    try:
+        assert _request(port, token, "POST", "/v1/api/memories",
+                        {"name": "n", "content": "c", "description": "d"})[0] == 201
+        assert _request(port, token, "GET", "/v1/api/admin/memories")[1]["total"] == 1
+    finally:
+        process.terminate()
+        stdout, stderr = process.communicate(timeout=10)
+    assert stdout.strip() == ""
+    log_lines = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    assert {"method": "POST", "path": "/v1/api/memories", "status": 201} in [
+        {key: line[key] for key in ("method", "path", "status")} for line in log_lines
+    ]
+
+
+def test_serve_adopts_the_admin_token_from_the_environment(sqlite_url):
+    process, port = _serve(sqlite_url, {"MEMORYD_ADMIN_TOKEN": "chosen-admin-token"})
+    try:
+        assert _request(port, "chosen-admin-token", "GET", "/v1/api/admin/memories")[0] == 200
+    finally:
+        process.terminate()
+        stdout, _ = process.communicate(timeout=10)
+    assert stdout.strip() == ""

@@ -1,0 +1,66 @@
+"""The event store's contract, on each backend."""
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import delete, insert
+
+from events.store import ConcurrencyConflict
+from events.types import EventMetadata, MemorySaved, memory_stream_id
+from memoryd.domain import Memory
+from memoryd.schema import events, metadata
+
+
+def _event(name: str = "note") -> MemorySaved:
+    return MemorySaved(Memory("id-" + name, name, "d", "general", "global", "", "c", "2026-01-01T00:00:00", "2026-01-01T00:00:00"))
+
+
+def test_an_append_at_a_stale_version_is_a_conflict_and_writes_nothing(any_services):
+    store = any_services.store
+    stream = memory_stream_id("note", "global", "")
+    store.append(stream, 0, [_event()], EventMetadata())
+    with pytest.raises(ConcurrencyConflict):
+        store.append(stream, 0, [_event()], EventMetadata())
+    assert [event.stream_version for event in store.iter_all()] == [1]
+
+
+def test_positions_increase_and_are_never_reused(any_services):
+    store = any_services.store
+    first = store.append(memory_stream_id("a", "global", ""), 0, [_event("a")], EventMetadata())
+    second = store.append(memory_stream_id("b", "global", ""), 0, [_event("b")], EventMetadata())
+    with any_services.database.write() as conn:  # even if the newest row vanished, its position stays used
+        conn.execute(delete(events).where(events.c.position == second))
+    third = store.append(memory_stream_id("c", "global", ""), 0, [_event("c")], EventMetadata())
+    assert first < second < third
+
+
+def test_stream_ids_cannot_collide_whatever_the_characters(any_services):
+    assert memory_stream_id("a:b", "global", "") != memory_stream_id("b", "global", "a:")
+    assert memory_stream_id('x","y', "user", "") != memory_stream_id("y", "user", 'x","')
+
+
+def test_metadata_and_payload_round_trip(any_services):
+    store = any_services.store
+    meta = EventMetadata(actor_user_id="u1", token_id="t1", surface="rest", client_ip="10.0.0.1", request_id="r1")
+    store.append(memory_stream_id("note", "global", ""), 0, [_event()], meta)
+    (recorded,) = store.iter_all()
+    assert recorded.metadata == meta.to_dict()
+    assert recorded.to_domain() == _event()
+    assert recorded.recorded_at.endswith("Z")
+
+
+def test_the_migrations_create_exactly_the_declared_schema(any_services):
+    with any_services.database.read() as conn:
+        differences = compare_metadata(MigrationContext.configure(conn), metadata)
+    assert differences == []
+
+
+def test_an_event_the_code_cannot_read_stops_projection_instead_of_being_skipped(any_services):
+    services = any_services
+    with services.database.write() as conn:
+        conn.execute(insert(events).values(
+            stream_id="memory:mystery", stream_version=1, event_type="memory.mystery", schema_version=1,
+            payload={}, meta={}, recorded_at="2026-01-01T00:00:00.000000Z"))
+    with pytest.raises(Exception, match="no decoder for memory.mystery"):
+        services.projector.catch_up()
+    assert services.projector.checkpoint("structured_memories") == 0
