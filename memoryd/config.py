@@ -40,6 +40,10 @@ class ServerSettings:
     port: int = 8080
     threads: int = 8
     max_body_bytes: int = 1_048_576
+    read_wait_ms: int = 5_000  # how long a read with a minimum position may wait
+    write_wait_ms: int = 5_000  # how long a write waits for its own event to be projected
+    idempotency_window_hours: int = 24
+    ready_max_lag: int = 10_000  # /readyz fails when a projection is further behind than this
 
 
 @dataclass(frozen=True)
@@ -48,10 +52,18 @@ class StorageSettings:
 
 
 @dataclass(frozen=True)
+class WorkerSettings:
+    redis_url: str = ""  # empty: project in-process (the embedded default)
+    queue: str = "memoryd"
+    catch_up_interval_ms: int = 1_000  # workers catch up this often even when no job arrives
+
+
+@dataclass(frozen=True)
 class Config:
     memory: MemorySettings = field(default_factory=MemorySettings)
     server: ServerSettings = field(default_factory=ServerSettings)
     storage: StorageSettings = field(default_factory=StorageSettings)
+    workers: WorkerSettings = field(default_factory=WorkerSettings)
 
 
 @dataclass(frozen=True)
@@ -105,9 +117,16 @@ _KEYS = (
     _Key("server", "port", _integer(1, 65_535), "MEMORYD_PORT"),
     _Key("server", "threads", _integer(1, 256), "MEMORYD_THREADS"),
     _Key("server", "max_body_bytes", _integer(1_024), "MEMORYD_MAX_BODY_BYTES"),
+    _Key("server", "read_wait_ms", _integer(0, 60_000), "MEMORYD_READ_WAIT_MS"),
+    _Key("server", "write_wait_ms", _integer(0, 60_000), "MEMORYD_WRITE_WAIT_MS"),
+    _Key("server", "idempotency_window_hours", _integer(1, 24 * 365), "MEMORYD_IDEMPOTENCY_WINDOW_HOURS"),
+    _Key("server", "ready_max_lag", _integer(0), "MEMORYD_READY_MAX_LAG"),
     _Key("storage", "database_url", _string, "MEMORYD_DATABASE_URL"),
+    _Key("workers", "redis_url", _string, "MEMORYD_REDIS_URL"),
+    _Key("workers", "queue", _string, "MEMORYD_QUEUE"),
+    _Key("workers", "catch_up_interval_ms", _integer(50, 3_600_000), "MEMORYD_CATCH_UP_INTERVAL_MS"),
 )
-_SECTIONS = {"memory": MemorySettings, "server": ServerSettings, "storage": StorageSettings}
+_SECTIONS = {"memory": MemorySettings, "server": ServerSettings, "storage": StorageSettings, "workers": WorkerSettings}
 
 
 def load_config(path: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None) -> Config:

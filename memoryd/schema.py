@@ -100,3 +100,31 @@ workstreams = Table(
     Column("owner_user_id", String(36), ForeignKey("users.user_id"), nullable=True),
     Column("created", String(19), nullable=False),
 )
+
+# Idempotency keys are written in the same transaction as the event they
+# produced, so a retried request can never append twice.
+idempotency_keys = Table(
+    "idempotency_keys",
+    metadata,
+    Column("user_id", String(36), primary_key=True),
+    Column("key", String(255), primary_key=True),
+    Column("fingerprint", String(64), nullable=False),
+    Column("position", BigInteger, nullable=False),
+    Column("status", Integer, nullable=True),  # filled in once the response is known
+    Column("response", Document, nullable=True),
+    Column("created", String(19), nullable=False),
+    Index("ix_idempotency_keys_created", "created"),
+)
+
+# Every log position a projection passed without an event at it, and why.
+projection_gaps = Table(
+    "projection_gaps",
+    metadata,
+    Column("gap_id", Integer, primary_key=True, autoincrement=True),
+    Column("projection", String(64), nullable=False),
+    Column("first_position", BigInteger, nullable=False),
+    Column("last_position", BigInteger, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("recorded_at", String(19), nullable=False),
+    UniqueConstraint("projection", "first_position", name="uq_projection_gaps_start"),
+)

@@ -9,6 +9,7 @@ component: the API runs it in-process, workers run it from jobs.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Protocol
 
 from sqlalchemy import Connection, select, update
@@ -18,7 +19,8 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from events.store import EventStore
 from events.types import RecordedEvent
 from memoryd.db import Database
-from memoryd.schema import projection_checkpoints
+from memoryd.domain import utc_timestamp
+from memoryd.schema import projection_checkpoints, projection_gaps
 
 BATCH_SIZE = 500
 log = logging.getLogger(__name__)
@@ -50,6 +52,17 @@ class Projector:
             found = conn.execute(select(column).where(projection_checkpoints.c.name == projection_name)).scalar()
         return int(found or 0)
 
+    def wait_for(self, position: int, timeout: float) -> tuple[bool, int]:
+        """Wait (bounded) until every projection has reached ``position``: read-your-writes."""
+        deadline = time.monotonic() + timeout
+        delay = 0.002
+        while True:
+            reached = min(self.checkpoint(projection.name) for projection in self.projections)
+            if reached >= position or time.monotonic() >= deadline:
+                return reached >= position, reached
+            time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+            delay = min(delay * 2, 0.05)
+
     def rebuild(self, projection: Projection) -> int:
         """Replay the whole log into a fresh copy in one transaction.
 
@@ -61,7 +74,7 @@ class Projector:
             projection.reset(conn)
             position = 0
             while batch := self.store.read_after(conn, position, BATCH_SIZE):
-                position = self._apply(conn, projection, batch)
+                position = self._apply(conn, projection, position, batch)
             self._save_checkpoint(conn, projection.name, position)
         log.info("rebuilt projection %s to position %d", projection.name, position)
         return position
@@ -73,12 +86,30 @@ class Projector:
                 batch = self.store.read_after(conn, position, BATCH_SIZE)
                 if not batch:
                     return position
-                self._save_checkpoint(conn, projection.name, self._apply(conn, projection, batch))
+                self._save_checkpoint(conn, projection.name, self._apply(conn, projection, position, batch))
 
-    def _apply(self, conn: Connection, projection: Projection, batch: list[RecordedEvent]) -> int:
+    def _apply(self, conn: Connection, projection: Projection, position: int, batch: list[RecordedEvent]) -> int:
         for recorded in batch:
+            if recorded.position > position + 1:
+                self._record_gap(conn, projection.name, position + 1, recorded.position)
             projection.apply(conn, recorded)
-        return batch[-1].position
+            position = recorded.position
+        return position
+
+    def _record_gap(self, conn: Connection, name: str, first: int, committed: int) -> None:
+        """Note positions passed without an event, once per projection and gap.
+
+        Appends are serialized (one writer at a time on SQLite, an advisory lock on
+        PostgreSQL), so a committed event at ``committed`` proves that whatever took
+        the earlier positions has ended without committing: they can never fill in.
+        """
+        reason = (f"no event at positions {first}..{committed - 1}: the appends that took them rolled back "
+                  f"(appends are serialized, so the committed event at {committed} proves they cannot commit later)")
+        log.warning("projection %s passes %s", name, reason)
+        insert = postgres_insert if conn.dialect.name == "postgresql" else sqlite_insert
+        conn.execute(insert(projection_gaps).values(
+            projection=name, first_position=first, last_position=committed - 1, reason=reason, recorded_at=utc_timestamp(),
+        ).on_conflict_do_nothing())
 
     def _lock_checkpoint(self, conn: Connection, name: str) -> int:
         """Create the checkpoint row if needed and lock it until the transaction ends."""
