@@ -16,9 +16,11 @@ from events.audit import list_audit
 from memoryd.errors import NotFound, ValidationError
 from projections.queries import MemoryFilter, ScopePattern, count_memories, get_memory, list_memories, search_memories
 
-from api.context import authorized, event_metadata, services
-from api.responses import memory_list, respond
-from api.schemas import AdminListQuery, AdminSearchQuery, AuditPageSchema, AuditQuery, MemorySchema, StatusSchema, load
+from api.consistency import after_position
+from api.context import authorized, run_command, services
+from api.idempotency import idempotent
+from api.responses import deleted_by_id, memory_list, outcome_at, respond
+from api.schemas import AdminListQuery, AdminSearchQuery, AuditPageSchema, AuditQuery, MemorySchema, load
 
 blueprint = Blueprint("admin", __name__, url_prefix="/v1/api/admin")
 
@@ -28,6 +30,7 @@ SEARCH_LIMIT = (1, 50)
 
 @blueprint.get("/memories")
 @authorized("read", admin=True)
+@after_position
 def list_() -> tuple[Response, int]:
     args = load(AdminListQuery(), request.args)
     where = _filter(args)
@@ -38,6 +41,7 @@ def list_() -> tuple[Response, int]:
 
 @blueprint.get("/memories/search")
 @authorized("read", admin=True)
+@after_position
 def search() -> tuple[Response, int]:
     args = load(AdminSearchQuery(), request.args)
     with services().database.read() as conn:
@@ -46,6 +50,7 @@ def search() -> tuple[Response, int]:
 
 @blueprint.get("/memories/<memory_id>")
 @authorized("read", admin=True)
+@after_position
 def get(memory_id: str) -> tuple[Response, int]:
     with services().database.read() as conn:
         row = get_memory(conn, memory_id)
@@ -56,9 +61,9 @@ def get(memory_id: str) -> tuple[Response, int]:
 
 @blueprint.delete("/memories/<memory_id>")
 @authorized("write", admin=True)
+@idempotent(lambda position: deleted_by_id(outcome_at(position)))
 def delete(memory_id: str) -> tuple[Response, int]:
-    outcome = services().bus.handle(DeleteMemoryById(memory_id), event_metadata("admin"))
-    return respond(StatusSchema(), {"status": "ok"}, position=outcome.position)
+    return deleted_by_id(run_command(DeleteMemoryById(memory_id), "admin"))
 
 
 @blueprint.get("/audit")

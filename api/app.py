@@ -25,6 +25,11 @@ from api.openapi import build_openapi
 access_log = logging.getLogger("memoryd.access")
 error_log = logging.getLogger("memoryd.errors")
 REQUEST_ID_HEADER = "X-Request-Id"
+STORAGE_FAILURES = {  # what a failed write says; reads say "Memory storage unavailable"
+    "memories.save": "Failed to save memory",
+    "memories.delete": "Failed to delete memory",
+    "admin.delete": "Failed to delete memory",
+}
 
 
 def create_app(config: Config | None = None, services: Services | None = None) -> Flask:
@@ -50,7 +55,10 @@ def _register_error_handlers(app: Flask) -> None:
 
     @app.errorhandler(MemorydError)
     def domain_error(exc: MemorydError) -> tuple[Response, int]:
-        return error(exc.message, exc.status)
+        response, status = error(exc.message, exc.status)
+        if status == 401:
+            response.headers["WWW-Authenticate"] = 'Bearer realm="memoryd"'
+        return response, status
 
     @app.errorhandler(RequestEntityTooLarge)
     def too_large(exc: RequestEntityTooLarge) -> tuple[Response, int]:
@@ -59,12 +67,16 @@ def _register_error_handlers(app: Flask) -> None:
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> tuple[Response, int]:
         status = exc.code or 500
-        return error(f"{exc.name}: {request.method} {request.path}" if status in (404, 405) else str(exc.description), status)
+        response, _ = error(f"{exc.name}: {request.method} {request.path}" if status in (404, 405) else str(exc.description), status)
+        for name, value in exc.get_headers():
+            if name.lower() != "content-type":  # keeps Allow on a 405
+                response.headers[name] = value
+        return response, status
 
     @app.errorhandler(SQLAlchemyError)
     def storage_error(exc: SQLAlchemyError) -> tuple[Response, int]:
         error_log.exception("storage failure on %s %s", request.method, request.path)
-        return error("Memory storage unavailable", 500)
+        return error(STORAGE_FAILURES.get(request.endpoint or "", "Memory storage unavailable"), 500)
 
     @app.errorhandler(Exception)
     def unexpected(exc: Exception) -> tuple[Response, int]:

@@ -9,6 +9,8 @@ from typing import Any, TypeVar, cast
 
 from flask import current_app, g, request
 
+from commands.handlers import Outcome
+from commands.model import Command
 from events.types import EventMetadata
 from memoryd.bootstrap import Services
 from memoryd.directory import Principal
@@ -52,6 +54,11 @@ def json_object() -> dict[str, Any]:
     if not isinstance(body, dict):
         raise ValidationError("Request body must be a JSON object")
     return body
+
+
+def run_command(command: Command, surface: str) -> Outcome:
+    """Handle a command for the caller, under the request's idempotency claim if any."""
+    return services().bus.handle(command, event_metadata(surface), g.get("idempotency_claim"))
 
 
 def event_metadata(surface: str) -> EventMetadata:

@@ -12,10 +12,11 @@ from memoryd.domain import REST_MAX_CONTENT, normalize_name
 from memoryd.errors import ValidationError
 from projections.queries import MemoryFilter, ScopePattern, list_memories, search_memories
 
-from api.context import authorized, caller, event_metadata, json_object, services
-from api.responses import memory_list, respond, written_memory
+from api.consistency import after_position
+from api.context import authorized, caller, json_object, run_command, services
+from api.idempotency import idempotent
+from api.responses import deleted_memory, memory_list, outcome_at, written_memory
 from api.schemas import (
-    DeletedSchema,
     DeleteMemoryQuery,
     ListMemoriesQuery,
     SaveMemoryRequest,
@@ -28,6 +29,7 @@ blueprint = Blueprint("memories", __name__, url_prefix="/v1/api/memories")
 
 @blueprint.get("")
 @authorized("read")
+@after_position
 def list_() -> tuple[Response, int]:
     args = load(ListMemoriesQuery(), request.args)
     with services().database.read() as conn:
@@ -36,6 +38,7 @@ def list_() -> tuple[Response, int]:
 
 @blueprint.post("")
 @authorized("write")
+@idempotent(lambda position: written_memory(outcome_at(position)))
 def save() -> tuple[Response, int]:
     body = load(SaveMemoryRequest(), json_object())
     command = SaveMemory.validated(
@@ -46,11 +49,12 @@ def save() -> tuple[Response, int]:
         max_content=REST_MAX_CONTENT,
         resolve_namespace=lambda: public_namespace(caller(), body["scope"], body["scope_id"], services().directory),
     )
-    return written_memory(services().bus.handle(command, event_metadata("rest")))
+    return written_memory(run_command(command, "rest"))
 
 
 @blueprint.post("/search")
 @authorized("read")
+@after_position
 def search() -> tuple[Response, int]:
     body = load(SearchMemoriesRequest(), json_object())
     with services().database.read() as conn:
@@ -59,11 +63,11 @@ def search() -> tuple[Response, int]:
 
 @blueprint.delete("/<path:name>")
 @authorized("write")
+@idempotent(lambda position: deleted_memory(outcome_at(position)))
 def delete(name: str) -> tuple[Response, int]:
     args = load(DeleteMemoryQuery(), request.args)
     namespace = public_namespace(caller(), args["scope"], args["scope_id"], services().directory)
-    outcome = services().bus.handle(DeleteMemory(normalize_name(name), namespace), event_metadata("rest"))
-    return respond(DeletedSchema(), {"status": "ok", "name": outcome.memory.name}, position=outcome.position)
+    return deleted_memory(run_command(DeleteMemory(normalize_name(name), namespace), "rest"))
 
 
 def _visible(args: dict[str, Any]) -> MemoryFilter:

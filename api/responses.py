@@ -2,25 +2,28 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from flask import Response, jsonify
 from marshmallow import Schema
+from sqlalchemy.exc import SQLAlchemyError
 
 from commands.handlers import Outcome
+from events.types import MemorySaved
+from memoryd.errors import StorageError
 from projections.queries import get_memory
 
+from api.consistency import PENDING_HEADER, settle
 from api.context import services
-from api.schemas import MemoryListSchema, MemorySchema
+from api.schemas import DeletedSchema, MemoryListSchema, MemorySchema, StatusSchema
 
 POSITION_HEADER = "X-Memory-Position"
+log = logging.getLogger(__name__)
 
 
-def respond(schema: Schema, body: Any, status: int = 200, position: int | None = None) -> tuple[Response, int]:
-    response = jsonify(schema.dump(body))
-    if position is not None:
-        response.headers[POSITION_HEADER] = str(position)
-    return response, status
+def respond(schema: Schema, body: Any, status: int = 200) -> tuple[Response, int]:
+    return jsonify(schema.dump(body)), status
 
 
 def memory_list(rows: list[dict[str, Any]], total: int | None = None) -> tuple[Response, int]:
@@ -28,9 +31,44 @@ def memory_list(rows: list[dict[str, Any]], total: int | None = None) -> tuple[R
 
 
 def written_memory(outcome: Outcome) -> tuple[Response, int]:
-    """The saved memory as the read model holds it (access counters included)."""
-    with services().database.read() as conn:
-        row = get_memory(conn, outcome.memory.memory_id)
-    if row is None:  # the projection has not caught up yet: answer from the event itself
+    """The saved memory as the read model holds it, once its event is projected."""
+    projected = settle(outcome.position)
+    row = _projected_row(outcome.memory.memory_id) if projected else None
+    if row is None:  # still pending (or already replaced): answer from the event itself
         row = outcome.memory.to_dict() | {"last_accessed": outcome.memory.updated, "access_count": 0}
-    return respond(MemorySchema(), row, 201 if outcome.created else 200, outcome.position)
+    return _written(MemorySchema(), row, 201 if outcome.created else 200, outcome.position, projected)
+
+
+def deleted_memory(outcome: Outcome) -> tuple[Response, int]:
+    body = {"status": "ok", "name": outcome.memory.name}
+    return _written(DeletedSchema(), body, 200, outcome.position, settle(outcome.position))
+
+
+def deleted_by_id(outcome: Outcome) -> tuple[Response, int]:
+    return _written(StatusSchema(), {"status": "ok"}, 200, outcome.position, settle(outcome.position))
+
+
+def outcome_at(position: int) -> Outcome:
+    """Recreate a write's outcome from its event (for an idempotent replay)."""
+    recorded = services().store.event_at(position)
+    if recorded is None:
+        raise StorageError(f"the event at position {position} is missing from the log")
+    event = recorded.to_domain()
+    return Outcome(event.memory, created=isinstance(event, MemorySaved), position=position)
+
+
+def _projected_row(memory_id: str) -> dict[str, Any] | None:
+    try:
+        with services().database.read() as conn:
+            return get_memory(conn, memory_id)
+    except SQLAlchemyError:  # the write is durable; the read model's trouble must not hide that
+        log.exception("could not read memory %s back from the read model", memory_id)
+        return None
+
+
+def _written(schema: Schema, body: Any, status: int, position: int, projected: bool) -> tuple[Response, int]:
+    response, status = respond(schema, body, status)
+    response.headers[POSITION_HEADER] = str(position)
+    if not projected:
+        response.headers[PENDING_HEADER] = "true"
+    return response, status

@@ -15,7 +15,7 @@ from marshmallow import EXCLUDE, Schema, fields, validate
 from marshmallow import ValidationError as SchemaError
 
 from events.types import EVENT_CLASSES
-from memoryd.domain import clean_type_filter
+from memoryd.domain import REST_MAX_CONTENT, clean_content, clean_description, clean_name, clean_type_filter
 from memoryd.errors import ValidationError
 
 _WHOLE_NUMBER = re.compile(r"[+-]?\d+")
@@ -42,7 +42,18 @@ def _text(field: str, required: str = "", **options: Any) -> fields.String:
 
 def _limit(default: int, low: int | None = None, high: int | None = None) -> WholeNumber:
     checks = [validate.Range(low, high, error=f"limit must be between {low} and {high}")] if low is not None else []
-    return WholeNumber(load_default=default, validate=checks, error_messages={"invalid": "limit must be an integer"})
+    messages = {"invalid": "limit must be an integer", "null": "limit must be an integer"}
+    return WholeNumber(load_default=default, validate=checks, error_messages=messages)
+
+
+class TypeFilter(fields.String):
+    """A type filter, normalized like a saved type: ``" FEEDBACK "`` filters on ``feedback``."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        try:
+            return clean_type_filter(super()._deserialize(value, attr, data, **kwargs))
+        except ValidationError as error:
+            raise SchemaError(error.message) from None
 
 
 def _domain_rule(rule: Callable[[Any], Any]) -> Callable[[Any], None]:
@@ -64,16 +75,20 @@ class RequestSchema(Schema):
 
 
 class SaveMemoryRequest(RequestSchema):
-    name = _text("name", "name is required (max 256 characters)", metadata={"description": "snake_case name, max 256 characters"})
-    content = _text("content", "content is required", metadata={"description": "max 65,536 characters"})
-    description = _text("description", "description is required and must be non-empty", metadata={"description": "non-empty relevance summary"})
+    name = _text("name", "name is required (max 256 characters)", validate=_domain_rule(clean_name),
+                 metadata={"description": "snake_case name, max 256 characters"})
+    content = _text("content", "content is required",
+                    validate=_domain_rule(lambda content: clean_content(content, REST_MAX_CONTENT)),
+                    metadata={"description": "max 65,536 characters"})
+    description = _text("description", "description is required and must be non-empty",
+                        validate=_domain_rule(clean_description), metadata={"description": "non-empty relevance summary"})
     type = _text("type", load_default=None, allow_none=True, metadata={"description": "user, general, feedback or reference; omitted or null keeps an update's type"})
     scope = _text("scope", load_default="global", metadata={"description": "global, user or workstream"})
     scope_id = _text("scope_id", load_default="", metadata={"description": "workstream id; the caller's id for user"})
 
 
 class ListMemoriesQuery(RequestSchema):
-    type = _text("type", load_default="", validate=_domain_rule(clean_type_filter))
+    type = TypeFilter(load_default="", error_messages={"invalid": "type must be a string"})
     limit = _limit(100, 1, 200)
     scope = _text("scope", load_default="")
     scope_id = _text("scope_id", load_default="")
@@ -82,7 +97,7 @@ class ListMemoriesQuery(RequestSchema):
 class SearchMemoriesRequest(RequestSchema):
     query = _text("query", "query is required", validate=_domain_rule(lambda q: q.strip() or _missing("query")))
     limit = _limit(20, 1, 50)
-    type = _text("type", load_default="", validate=_domain_rule(clean_type_filter))
+    type = TypeFilter(load_default="", error_messages={"invalid": "type must be a string"})
     scope = _text("scope", load_default="")
     scope_id = _text("scope_id", load_default="")
 
@@ -108,7 +123,7 @@ class AuditQuery(RequestSchema):
     action = _text("action", load_default="", validate=validate.OneOf(["", *EVENT_CLASSES], error="action must be one of {choices}"))
     actor = _text("actor", load_default="")
     memory_id = _text("memory_id", load_default="")
-    after = WholeNumber(load_default=0, validate=validate.Range(0, error="after must be a position (0 or more)"),
+    after = WholeNumber(load_default=0, validate=validate.Range(0, 2**63 - 1, error="after must be a log position (0 or more)"),
                         error_messages={"invalid": "after must be an integer"})
     limit = _limit(100, 1, 1000)
 

@@ -6,6 +6,7 @@ from typing import Protocol
 
 from commands.handlers import HANDLERS, Dependencies, Outcome
 from commands.model import Command
+from events.idempotency import IdempotencyClaim, IdempotencyKeys
 from events.types import EventMetadata
 
 
@@ -16,11 +17,14 @@ class Dispatcher(Protocol):
 
 
 class CommandBus:
-    def __init__(self, deps: Dependencies, dispatcher: Dispatcher) -> None:
+    def __init__(self, deps: Dependencies, dispatcher: Dispatcher, keys: IdempotencyKeys) -> None:
         self.deps = deps
         self.dispatcher = dispatcher
+        self.keys = keys
 
-    def handle(self, command: Command, metadata: EventMetadata) -> Outcome:
-        outcome = HANDLERS[type(command)](command, metadata, self.deps)
+    def handle(self, command: Command, metadata: EventMetadata, claim: IdempotencyClaim | None = None) -> Outcome:
+        """Run the command; with ``claim``, its key is taken atomically with the append."""
+        take_key = (lambda conn, position: self.keys.claim(conn, claim, position)) if claim else None
+        outcome = HANDLERS[type(command)](command, metadata, self.deps, take_key)
         self.dispatcher.appended(outcome.position)
         return outcome

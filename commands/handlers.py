@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
+from sqlalchemy import Connection
+
 from commands.model import Command, DeleteMemory, DeleteMemoryById, SaveMemory
 from events.store import ConcurrencyConflict, EventStore
 from events.types import EventMetadata, MemoryDeleted, MemoryEvent, MemorySaved, MemoryUpdated, memory_stream_id
@@ -22,6 +24,7 @@ from memoryd.domain import DEFAULT_TYPE, Memory, Namespace, utc_timestamp
 from memoryd.errors import Conflict, NotFound
 
 MAX_ATTEMPTS = 25
+Claim = Callable[[Connection, int], None] | None  # runs in the append's transaction (idempotency keys)
 
 
 class MemoryLocator(Protocol):
@@ -47,7 +50,7 @@ class Outcome:
     position: int
 
 
-def save_memory(command: SaveMemory, metadata: EventMetadata, deps: Dependencies) -> Outcome:
+def save_memory(command: SaveMemory, metadata: EventMetadata, deps: Dependencies, claim: Claim = None) -> Outcome:
     stream_id = memory_stream_id(command.name, command.namespace.scope, command.namespace.scope_id)
 
     def decide(current: Memory | None) -> MemoryEvent:
@@ -61,10 +64,10 @@ def save_memory(command: SaveMemory, metadata: EventMetadata, deps: Dependencies
                           type=command.type or current.type, updated=now)
         return MemoryUpdated(changed)
 
-    return _decide_and_append(stream_id, decide, metadata, deps)
+    return _decide_and_append(stream_id, decide, metadata, deps, claim)
 
 
-def delete_memory(command: DeleteMemory, metadata: EventMetadata, deps: Dependencies) -> Outcome:
+def delete_memory(command: DeleteMemory, metadata: EventMetadata, deps: Dependencies, claim: Claim = None) -> Outcome:
     stream_id = memory_stream_id(command.name, command.namespace.scope, command.namespace.scope_id)
 
     def decide(current: Memory | None) -> MemoryEvent:
@@ -72,10 +75,12 @@ def delete_memory(command: DeleteMemory, metadata: EventMetadata, deps: Dependen
             raise NotFound(f"Memory '{command.name}' not found")
         return MemoryDeleted(current)
 
-    return _decide_and_append(stream_id, decide, metadata, deps)
+    return _decide_and_append(stream_id, decide, metadata, deps, claim)
 
 
-def delete_memory_by_id(command: DeleteMemoryById, metadata: EventMetadata, deps: Dependencies) -> Outcome:
+def delete_memory_by_id(
+    command: DeleteMemoryById, metadata: EventMetadata, deps: Dependencies, claim: Claim = None
+) -> Outcome:
     identity = deps.locator.identity_of(command.memory_id)
     if identity is None:
         raise NotFound("Memory not found")
@@ -86,7 +91,8 @@ def delete_memory_by_id(command: DeleteMemoryById, metadata: EventMetadata, deps
             raise NotFound("Memory not found")
         return MemoryDeleted(current)
 
-    return _decide_and_append(memory_stream_id(name, namespace.scope, namespace.scope_id), decide, metadata, deps)
+    stream_id = memory_stream_id(name, namespace.scope, namespace.scope_id)
+    return _decide_and_append(stream_id, decide, metadata, deps, claim)
 
 
 def _decide_and_append(
@@ -94,6 +100,7 @@ def _decide_and_append(
     decide: Callable[[Memory | None], MemoryEvent],
     metadata: EventMetadata,
     deps: Dependencies,
+    claim: Claim,
 ) -> Outcome:
     for attempt in range(MAX_ATTEMPTS):
         last = deps.store.last_event(stream_id)
@@ -103,7 +110,7 @@ def _decide_and_append(
             current = state.memory
         event = decide(current)
         try:
-            position = deps.store.append(stream_id, version, [event], metadata)
+            position = deps.store.append(stream_id, version, [event], metadata, claim)
         except ConcurrencyConflict:
             time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
             continue
@@ -112,7 +119,7 @@ def _decide_and_append(
 
 
 C = TypeVar("C", bound=Command)
-Handler = Callable[[C, EventMetadata, Dependencies], Outcome]
+Handler = Callable[[C, EventMetadata, Dependencies, Claim], Outcome]
 
 HANDLERS: dict[type, Handler] = {  # type: ignore[type-arg]
     SaveMemory: save_memory,

@@ -16,7 +16,7 @@ Contract:
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Row, func, insert, select, text
@@ -44,8 +44,13 @@ class EventStore:
         expected_version: int,
         new_events: Sequence[MemoryEvent],
         metadata: EventMetadata,
+        claim: Callable[[Connection, int], None] | None = None,
     ) -> int:
-        """Append after ``expected_version`` and return the last new position."""
+        """Append after ``expected_version`` and return the last new position.
+
+        ``claim`` runs inside the same transaction with the new position (to take
+        an idempotency key); if it raises, nothing is appended.
+        """
         recorded_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
         rows = [
             {
@@ -63,6 +68,8 @@ class EventStore:
             with self.database.write() as conn:
                 self._order_appends(conn)
                 positions = [conn.execute(insert(events).returning(events.c.position), row).scalar_one() for row in rows]
+                if claim is not None:
+                    claim(conn, positions[-1])
         except IntegrityError as error:
             raise ConcurrencyConflict(f"stream {stream_id} is past version {expected_version}") from error
         return positions[-1]
@@ -72,6 +79,11 @@ class EventStore:
         query = select(events).where(events.c.stream_id == stream_id).order_by(events.c.stream_version.desc()).limit(1)
         with self.database.read() as conn:
             row = conn.execute(query).first()
+        return _recorded(row) if row else None
+
+    def event_at(self, position: int) -> RecordedEvent | None:
+        with self.database.read() as conn:
+            row = conn.execute(select(events).where(events.c.position == position)).first()
         return _recorded(row) if row else None
 
     def read_after(self, conn: Connection, position: int, limit: int) -> list[RecordedEvent]:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from commands.bus import CommandBus
+from redis import Redis
+from rq import Queue
+from rq.serializers import JSONSerializer
+
+from commands.bus import CommandBus, Dispatcher
 from commands.handlers import Dependencies
+from events.idempotency import IdempotencyKeys
 from events.store import EventStore
 from memoryd import migrate
 from memoryd.config import Config
@@ -16,7 +22,7 @@ from memoryd.directory import TOKEN_SCOPES, Directory
 from projections.memory_table import MemoryTableProjection
 from projections.projector import Projector
 from projections.queries import MemoryLocator
-from workers.dispatch import InProcessDispatcher
+from workers.dispatch import InProcessDispatcher, RedisDispatcher
 
 ADMIN_PERMISSIONS = ["admin.memories"]
 
@@ -30,6 +36,9 @@ class Services:
     memory_table: MemoryTableProjection
     bus: CommandBus
     directory: Directory
+    idempotency: IdempotencyKeys
+    redis: Redis | None  # None: projections run in-process
+    queue: Queue | None
 
 
 def build_services(config: Config) -> Services:
@@ -37,8 +46,15 @@ def build_services(config: Config) -> Services:
     store = EventStore(database)
     memory_table = MemoryTableProjection()
     projector = Projector(database, store, [memory_table])
-    bus = CommandBus(Dependencies(store=store, locator=MemoryLocator(database)), InProcessDispatcher(projector))
-    return Services(config, database, store, projector, memory_table, bus, Directory(database))
+    idempotency = IdempotencyKeys(database, dt.timedelta(hours=config.server.idempotency_window_hours))
+    redis, queue = None, None
+    dispatcher: Dispatcher = InProcessDispatcher(projector)
+    if config.workers.redis_url:
+        redis = Redis.from_url(config.workers.redis_url, socket_connect_timeout=1, socket_timeout=2)
+        queue = Queue(config.workers.queue, connection=redis, serializer=JSONSerializer)
+        dispatcher = RedisDispatcher(redis, queue)
+    bus = CommandBus(Dependencies(store=store, locator=MemoryLocator(database)), dispatcher, idempotency)
+    return Services(config, database, store, projector, memory_table, bus, Directory(database), idempotency, redis, queue)
 
 
 def prepare_database(services: Services, environ: Mapping[str, str] | None = None) -> str | None:

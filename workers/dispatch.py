@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import logging
 
+from redis import Redis
+from redis.exceptions import RedisError
+from rq import Queue
+
 from projections.projector import Projector
 
 log = logging.getLogger(__name__)
+PENDING_TTL_SECONDS = 60
 
 
 class InProcessDispatcher:
@@ -25,3 +30,26 @@ class InProcessDispatcher:
             self.projector.catch_up()
         except Exception:
             log.exception("projection failed after appending position %d; the read model is behind the log", position)
+
+
+class RedisDispatcher:
+    """Enqueue a catch-up job for the workers, at most one waiting at a time.
+
+    With Redis down the write still stands (it is in the log): the failure is
+    logged and the workers' periodic catch-up projects the event anyway.
+    """
+
+    def __init__(self, redis: Redis, queue: Queue) -> None:
+        self.redis = redis
+        self.queue = queue
+
+    def appended(self, position: int) -> None:
+        from workers.jobs import PENDING_KEY, catch_up
+
+        try:
+            if self.redis.set(PENDING_KEY, position, nx=True, ex=PENDING_TTL_SECONDS):
+                self.queue.enqueue_call(catch_up, args=(position,), result_ttl=0, failure_ttl=7 * 86_400,
+                                        description=f"catch up projections (append at {position})")
+        except RedisError as error:
+            log.warning("could not enqueue a catch-up for position %d (%s); workers will catch up on their own",
+                        position, error)

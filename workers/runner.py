@@ -1,0 +1,50 @@
+"""``memoryd worker``: an RQ worker plus a periodic catch-up from the log.
+
+The RQ worker runs catch-up jobs as they are enqueued. Beside it a thread
+catches up on a fixed interval, whether or not jobs arrive, so a lost job,
+a worker killed mid-job or Redis being down delays projection by at most one
+interval and never loses an event. Any number of workers may run: catch-ups
+of one projection queue on its checkpoint row, so none applies an event twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from rq import SimpleWorker
+
+from memoryd.bootstrap import Services
+from workers import jobs
+
+log = logging.getLogger(__name__)
+
+
+class PeriodicCatchUp(threading.Thread):
+    def __init__(self, services: Services, interval: float) -> None:
+        super().__init__(name="memoryd-catch-up", daemon=True)
+        self.services = services
+        self.interval = interval
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.interval):
+            try:
+                self.services.projector.catch_up()
+                self.services.idempotency.purge_expired()
+            except Exception:
+                log.exception("periodic catch-up failed; retrying in %.1f s", self.interval)
+
+
+def run_worker(services: Services, *, burst: bool = False) -> None:
+    if services.redis is None or services.queue is None:
+        raise RuntimeError("memoryd worker needs Redis: set MEMORYD_REDIS_URL or [workers] redis_url")
+    jobs.bind(services)
+    periodic = PeriodicCatchUp(services, services.config.workers.catch_up_interval_ms / 1000)
+    periodic.start()
+    try:
+        services.projector.catch_up()
+        worker = SimpleWorker([services.queue], connection=services.redis, serializer=services.queue.serializer)
+        worker.work(burst=burst, with_scheduler=False)
+    finally:
+        periodic.stopped.set()
