@@ -164,3 +164,55 @@ def _log_json_lines() -> None:
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
         logger.propagate = False
+
+
+@main.command()
+@click.option("--burst", is_flag=True, help="Run the queued jobs, then exit (for scripts and tests).")
+@_reported
+def worker(burst: bool) -> None:
+    """Run projections from the Redis queue, plus a periodic catch-up from the log."""
+    from workers.runner import run_worker
+
+    _log_json_lines()
+    services = _services()
+    if services.redis is None:
+        raise click.ClickException("memoryd worker needs Redis: set MEMORYD_REDIS_URL or [workers] redis_url")
+    run_worker(services, burst=burst)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@_reported
+def status(as_json: bool) -> None:
+    """Head of the log, each projection's checkpoint and lag, queue depth, failed jobs."""
+    import json
+
+    from redis.exceptions import RedisError
+
+    services = _services()
+    head = services.store.head_position()
+    report: dict[str, Any] = {
+        "head": head,
+        "projections": {p.name: {"checkpoint": (c := services.projector.checkpoint(p.name)), "lag": head - c}
+                        for p in services.projector.projections},
+        "queue": None,
+    }
+    if services.queue is not None:
+        try:
+            report["queue"] = {"name": services.queue.name, "depth": services.queue.count,
+                               "failed_jobs": services.queue.failed_job_registry.count}
+        except RedisError as error:
+            report["queue"] = {"name": services.queue.name, "error": f"Redis unreachable: {error}"}
+    if as_json:
+        click.echo(json.dumps(report))
+        return
+    click.echo(f"log head: position {head}")
+    for name, progress in report["projections"].items():
+        click.echo(f"projection {name}: checkpoint {progress['checkpoint']}, lag {progress['lag']}")
+    queue = report["queue"]
+    if queue is None:
+        click.echo("queue: none (projections run in-process)")
+    elif "error" in queue:
+        click.echo(f"queue {queue['name']}: {queue['error']}")
+    else:
+        click.echo(f"queue {queue['name']}: {queue['depth']} waiting, {queue['failed_jobs']} failed")

@@ -16,14 +16,17 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from redis import Redis
+from redis.exceptions import RedisError
 from sqlalchemy import create_engine, text
 
 from api.app import create_app
 from memoryd import migrate
 from memoryd.bootstrap import Services, build_services
-from memoryd.config import Config, StorageSettings
+from memoryd.config import Config, ServerSettings, StorageSettings, WorkerSettings
 
 POSTGRES_URL = os.environ.get("MEMORYD_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+REDIS_URL = os.environ.get("MEMORYD_TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
 UNDER_CI = os.environ.get("CI", "").lower() == "true"
 
 
@@ -47,6 +50,30 @@ def postgres_server() -> str:
     if problem:
         pytest.skip(problem)
     return POSTGRES_URL
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> str:
+    client = Redis.from_url(REDIS_URL, socket_connect_timeout=1)
+    try:
+        client.ping()
+    except RedisError as error:
+        if UNDER_CI:
+            pytest.fail(f"Redis at {REDIS_URL} is unreachable: {error} (CI=true: the Redis suites must run)", pytrace=False)
+        pytest.skip(f"Redis at {REDIS_URL} is unreachable: {error}")
+    finally:
+        client.close()
+    return REDIS_URL
+
+
+@pytest.fixture
+def redis_url(redis_server: str) -> Iterator[str]:
+    """The test Redis database, flushed before and after the test."""
+    client = Redis.from_url(redis_server)
+    client.flushdb()
+    yield redis_server
+    client.flushdb()
+    client.close()
 
 
 @pytest.fixture
@@ -75,8 +102,11 @@ def database_url(request: pytest.FixtureRequest) -> str:
     return str(request.getfixturevalue(f"{request.param}_url"))
 
 
-def make_services(url: str, **memory: Any) -> Services:
-    services = build_services(Config(storage=StorageSettings(database_url=url)))
+def make_services(url: str, redis_url: str = "", **server: Any) -> Services:
+    """Services on ``url`` with a fresh schema; ``redis_url`` switches projection to workers."""
+    config = Config(storage=StorageSettings(database_url=url), workers=WorkerSettings(redis_url=redis_url),
+                    server=ServerSettings(**server))
+    services = build_services(config)
     migrate.upgrade(services.database)
     return services
 

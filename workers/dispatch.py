@@ -44,10 +44,10 @@ class RedisDispatcher:
         self.queue = queue
 
     def appended(self, position: int) -> None:
-        from workers.jobs import PENDING_KEY, catch_up
+        from workers.jobs import catch_up, pending_key
 
         try:
-            if self.redis.set(PENDING_KEY, position, nx=True, ex=PENDING_TTL_SECONDS):
+            if self.redis.set(pending_key(self.queue.name), position, nx=True, ex=PENDING_TTL_SECONDS):
                 self.queue.enqueue_call(catch_up, args=(position,), result_ttl=0, failure_ttl=7 * 86_400,
                                         description=f"catch up projections (append at {position})")
         except RedisError as error:

@@ -13,7 +13,6 @@ import logging
 from memoryd.bootstrap import Services, build_services
 from memoryd.config import load_config
 
-PENDING_KEY = "memoryd:catch-up:pending"
 log = logging.getLogger(__name__)
 _services: Services | None = None
 
@@ -24,11 +23,16 @@ def bind(services: Services) -> None:
     _services = services
 
 
+def pending_key(queue_name: str) -> str:
+    """Set while a catch-up job waits in the queue, so appends don't pile up duplicates."""
+    return f"memoryd:{queue_name}:catch-up-pending"
+
+
 def catch_up(position: int) -> int:
     """Project everything up to the head; ``position`` is the append that asked."""
     services = _bound()
-    if services.redis is not None:
-        services.redis.delete(PENDING_KEY)  # appends from now on enqueue a fresh job
+    if services.redis is not None and services.queue is not None:
+        services.redis.delete(pending_key(services.queue.name))  # appends from now on enqueue a fresh job
     reached = services.projector.catch_up()
     log.info("caught up to position %d (asked for %d)", reached, position)
     return reached
