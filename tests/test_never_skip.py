@@ -1,0 +1,174 @@
+"""A projector tailing the log never skips an event on the real PostgreSQL.
+
+With concurrent writers, positions can commit out of order, and a reader that
+tails ``position > checkpoint`` passes a position whose transaction is still
+open and never comes back for it. memoryd serializes appends, so that cannot
+happen; these tests hold transactions open on purpose to prove it, and show
+that the same reader does skip events once appends are not serialized.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from sqlalchemy import Connection, insert, select
+
+from events.store import EventStore
+from events.types import EventMetadata, MemorySaved, RecordedEvent, memory_stream_id
+from memoryd.db import Database
+from memoryd.domain import Memory
+from memoryd.schema import events, projection_gaps
+from projections.projector import Projector
+from tests.conftest import make_services
+
+pytestmark = pytest.mark.postgres
+
+WRITERS = 8
+EVENTS_PER_RUN = 2_400
+# The full proof is 20 runs (MEMORYD_NEVER_SKIP_RUNS=20, ~3.5 min; result in docs/benchmarks.md).
+# The default suite runs 5: 12,000 events with slow concurrent commits and not one skipped.
+RUNS = int(os.environ.get("MEMORYD_NEVER_SKIP_RUNS", "5"))
+
+
+class SlowCommitDatabase(Database):
+    """Holds every write transaction open 0-4 ms before it commits."""
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        with super().write() as conn:
+            yield conn
+            threading.Event().wait(random.uniform(0, 0.004))
+
+
+class UnorderedEventStore(EventStore):
+    """A naive store whose appends are not serialized (the hazard, for contrast)."""
+
+    def _order_appends(self, conn: Connection) -> None:
+        pass
+
+
+class RecordingProjection:
+    """Remembers every position it is given, in order."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.positions: list[int] = []
+
+    def apply(self, conn: Connection, recorded: RecordedEvent) -> None:
+        self.positions.append(recorded.position)
+
+    def reset(self, conn: Connection) -> None:
+        self.positions.clear()
+
+
+def _memory(index: int) -> MemorySaved:
+    name = f"m{index}"
+    return MemorySaved(Memory(f"id{index}", name, "d", "general", "global", "", "c", "2026-01-01T00:00:00", "2026-01-01T00:00:00"))
+
+
+def _tail_while_writing(url: str, store_class: type[EventStore]) -> tuple[list[int], list[int]]:
+    """Write EVENTS_PER_RUN events from 8 threads while a projector tails the log."""
+    database = SlowCommitDatabase(url)
+    store = store_class(database)
+    recording = RecordingProjection()
+    projector = Projector(database, store, [recording])
+    done = threading.Event()
+    counter = iter(range(EVENTS_PER_RUN))
+    lock = threading.Lock()
+
+    def writer() -> None:
+        while True:
+            with lock:
+                index = next(counter, None)
+            if index is None:
+                return
+            store.append(memory_stream_id(f"m{index}", "global", ""), 0, [_memory(index)], EventMetadata())
+
+    def reader() -> None:
+        while not done.is_set():
+            projector.catch_up()
+
+    tail = threading.Thread(target=reader)
+    tail.start()
+    writers = [threading.Thread(target=writer) for _ in range(WRITERS)]
+    for thread in writers:
+        thread.start()
+    for thread in writers:
+        thread.join()
+    done.set()
+    tail.join()
+    projector.catch_up()  # a reader that skipped never comes back for what it passed
+    with database.read() as conn:
+        committed = [row.position for row in conn.execute(select(events.c.position).order_by(events.c.position))]
+    database.dispose()
+    return recording.positions, committed
+
+
+@pytest.mark.parametrize("run", range(RUNS))
+def test_a_tailing_projector_never_skips_an_event_with_eight_slow_writers(postgres_url, run):
+    make_services(postgres_url).database.dispose()
+    seen, committed = _tail_while_writing(postgres_url, EventStore)
+    assert len(committed) == EVENTS_PER_RUN
+    assert seen == committed  # every event once, in position order
+
+
+def test_without_serialized_appends_the_same_reader_does_skip_events(postgres_url):
+    """The control: proves the test above would notice a skip."""
+    make_services(postgres_url).database.dispose()
+    seen, committed = _tail_while_writing(postgres_url, UnorderedEventStore)
+    skipped = set(committed) - set(seen)
+    assert len(committed) == EVENTS_PER_RUN
+    assert skipped, "the naive reader skipped nothing: the hazard was not reproduced"
+
+
+def test_a_position_held_by_an_open_transaction_is_passed_only_after_it_rolls_back(postgres_url):
+    services = make_services(postgres_url)
+    store, projector = services.store, services.projector
+    store.append(memory_stream_id("m0", "global", ""), 0, [_memory(0)], EventMetadata())
+    projector.catch_up()
+    holding, release = threading.Event(), threading.Event()
+    held_position: list[int] = []
+
+    class RolledBack(Exception):
+        pass
+
+    def open_then_roll_back() -> None:
+        try:
+            with services.database.write() as conn:
+                store._order_appends(conn)
+                row = {"stream_id": "memory:held", "stream_version": 1, "event_type": "memory.save", "schema_version": 1,
+                       "payload": {"memory": _memory(999).memory.to_dict()}, "meta": {}, "recorded_at": "2026-01-01T00:00:00Z"}
+                held_position.append(conn.execute(insert(events).returning(events.c.position), row).scalar_one())
+                holding.set()
+                release.wait(10)
+                raise RolledBack
+        except RolledBack:
+            pass
+
+    holder = threading.Thread(target=open_then_roll_back)
+    holder.start()
+    assert holding.wait(10)
+    later = [threading.Thread(target=store.append, args=(memory_stream_id(f"m{i}", "global", ""), 0, [_memory(i)],
+                                                          EventMetadata())) for i in (1, 2, 3)]
+    for thread in later:
+        thread.start()
+    threading.Event().wait(0.2)  # the later appends are queued behind the open transaction
+    assert projector.catch_up() == 1, "the projector must not pass a position whose transaction is open"
+    release.set()
+    holder.join()
+    for thread in later:
+        thread.join()
+
+    reached = projector.catch_up()
+    assert reached == store.head_position() == held_position[0] + 3
+    with services.database.read() as conn:
+        gaps = [dict(row._mapping) for row in conn.execute(select(projection_gaps))]
+    assert [(gap["first_position"], gap["last_position"]) for gap in gaps] == [(held_position[0], held_position[0])]
+    assert "rolled back" in gaps[0]["reason"]
+    services.database.dispose()

@@ -1,0 +1,215 @@
+"""Projection workers on the real PostgreSQL and Redis: crashes, duplicates, outages."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from rq import SimpleWorker
+
+from commands.model import SaveMemory
+from events.store import ConcurrencyConflict
+from events.types import EventMetadata, MemorySaved, memory_stream_id
+from memoryd.domain import Memory, Namespace
+from projections.projector import Projector
+from tests.conftest import make_services
+from tests.helpers import rebuild_equals_live, table_rows
+from tests.test_never_skip import RecordingProjection
+from workers import jobs
+
+GLOBAL = Namespace("global", "")
+
+
+def _save(services, name: str, content: str = "content") -> int:
+    return services.bus.handle(SaveMemory(name, content, "description", None, GLOBAL), EventMetadata()).position
+
+
+def test_a_hundred_racing_pairs_at_the_same_expected_version_have_one_winner_each(any_services):
+    store = any_services.store
+    outcomes: list[str] = []
+    record = threading.Lock()
+
+    def append(index: int, barrier: threading.Barrier) -> None:
+        memory = Memory(f"id{index}", f"m{index}", "d", "general", "global", "", "c", "2026-01-01T00:00:00",
+                        "2026-01-01T00:00:00")
+        barrier.wait()
+        try:
+            store.append(memory_stream_id(f"m{index}", "global", ""), 0, [MemorySaved(memory)], EventMetadata())
+            result = "won"
+        except ConcurrencyConflict:
+            result = "lost"
+        with record:
+            outcomes.append(result)
+
+    for index in range(100):
+        barrier = threading.Barrier(2)
+        pair = [threading.Thread(target=append, args=(index, barrier)) for _ in range(2)]
+        for thread in pair:
+            thread.start()
+        for thread in pair:
+            thread.join()
+    assert outcomes.count("won") == 100 and outcomes.count("lost") == 100
+    assert len(list(store.iter_all())) == 100
+
+
+@pytest.fixture
+def queued(postgres_url: str, redis_url: str) -> Iterator:
+    """Services that project through the Redis queue, with no worker running yet."""
+    services = make_services(postgres_url, redis_url=redis_url)
+    jobs.bind(services)
+    yield services
+    services.database.dispose()
+
+
+def _work_the_queue(services) -> None:
+    SimpleWorker([services.queue], connection=services.redis, serializer=services.queue.serializer).work(burst=True)
+
+
+def test_a_save_enqueues_one_job_that_a_worker_projects(queued):
+    position = _save(queued, "note")
+    _save(queued, "other")  # while a job waits, appends add no second job
+    assert queued.queue.count == 1
+    assert queued.projector.checkpoint("structured_memories") == 0
+    _work_the_queue(queued)
+    assert queued.projector.checkpoint("structured_memories") == position + 1
+    assert {row["name"] for row in table_rows(queued)} == {"note", "other"}
+
+
+def test_jobs_delivered_twice_concurrently_sequentially_and_out_of_order_apply_each_event_once(queued):
+    recording = RecordingProjection()
+    observed = dataclasses.replace(queued, projector=Projector(queued.database, queued.store, [queued.memory_table, recording]))
+    jobs.bind(observed)
+    positions = [_save(queued, f"note_{index % 7}", f"v{index}") for index in range(40)]
+    for position in (positions[-1], positions[3], positions[-1], positions[0]):  # duplicates, out of order
+        queued.queue.enqueue_call(jobs.catch_up, args=(position,), result_ttl=0)
+    racing = [threading.Thread(target=jobs.catch_up, args=(positions[5],)) for _ in range(4)]
+    for thread in racing:
+        thread.start()
+    _work_the_queue(queued)
+    for thread in racing:
+        thread.join()
+    jobs.catch_up(positions[-1])
+    assert recording.positions == positions  # every event once, in order, whatever the deliveries
+    assert rebuild_equals_live(queued)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _spawn_worker(database_url: str, redis_url: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "MEMORYD_DATABASE_URL": database_url, "MEMORYD_REDIS_URL": redis_url,
+           "MEMORYD_CATCH_UP_INTERVAL_MS": "100"}
+    with open(os.environ.get("MEMORYD_TEST_WORKER_LOG", os.devnull), "ab") as log:  # the child keeps its copy
+        return subprocess.Popen([sys.executable, "-m", "memoryd", "worker"], env=env, stdout=log, stderr=log)
+
+
+class Writer(threading.Thread):
+    """Keeps saving (creating and updating memories) until stopped."""
+
+    def __init__(self, services) -> None:
+        super().__init__(daemon=True)
+        self.services = services
+        self.stopped = threading.Event()
+        self.saved = 0
+        self.errors: list[Exception] = []
+
+    def run(self) -> None:
+        rng = random.Random(7)
+        while not self.stopped.is_set():
+            try:
+                _save(self.services, f"note_{rng.randrange(300)}", f"content {self.saved}")
+                self.saved += 1
+            except Exception as error:  # any failure here is a lost write: the test reports it
+                self.errors.append(error)
+
+
+def test_workers_killed_mid_catch_up_twenty_times_leave_the_table_equal_to_a_rebuild(postgres_url, redis_url):
+    services = make_services(postgres_url, redis_url=redis_url)
+    for index in range(1_500):  # a backlog, so the first workers die in the middle of a catch-up
+        _save(services, f"note_{index % 300}", f"backlog {index}")
+    writer = Writer(services)
+    writer.start()
+    progress = []
+    for _ in range(20):
+        worker = _spawn_worker(postgres_url, redis_url)
+        time.sleep(random.uniform(0.8, 2.0))  # start-up takes ~0.5 s; then it is mid catch-up
+        worker.send_signal(signal.SIGKILL)
+        worker.wait()
+        progress.append(services.projector.checkpoint("structured_memories"))
+    writer.stopped.set()
+    writer.join()
+    assert not writer.errors
+    assert len(set(progress)) >= 3, f"the killed workers hardly projected anything: {progress}"
+
+    survivor = _spawn_worker(postgres_url, redis_url)
+    try:
+        head = services.store.head_position()
+        assert services.projector.wait_for(head, timeout=60)[0]
+    finally:
+        survivor.terminate()
+        survivor.wait()
+    assert head == 1_500 + writer.saved
+    assert rebuild_equals_live(services)
+    services.database.dispose()
+
+
+@pytest.fixture
+def private_redis() -> Iterator[tuple[str, callable, callable]]:
+    """A Redis server of the test's own, which the test can stop and start again."""
+    port = _free_port()
+    command = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    process: list[subprocess.Popen[bytes]] = []
+
+    def start() -> None:
+        process.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    return
+            time.sleep(0.05)
+        raise AssertionError("the private redis-server did not start")
+
+    def stop() -> None:
+        process[-1].terminate()
+        process[-1].wait()
+
+    start()
+    yield f"redis://127.0.0.1:{port}/0", start, stop
+    stop()
+
+
+def test_with_redis_stopped_writes_still_land_and_projections_catch_up_with_no_manual_step(postgres_url, private_redis):
+    redis_url, start_redis, stop_redis = private_redis
+    services = make_services(postgres_url, redis_url=redis_url)
+    worker = _spawn_worker(postgres_url, redis_url)
+    try:
+        first = _save(services, "before_outage")
+        assert services.projector.wait_for(first, timeout=20)[0]
+
+        stop_redis()
+        during = [_save(services, f"during_outage_{index}") for index in range(30)]
+        assert services.projector.wait_for(during[-1], timeout=20)[0], "the worker stopped projecting without Redis"
+
+        start_redis()
+        after = _save(services, "after_outage")
+        assert services.projector.wait_for(after, timeout=20)[0]
+    finally:
+        worker.terminate()
+        worker.wait()
+    names = {row["name"] for row in table_rows(services)}
+    assert names == {"before_outage", "after_outage", *(f"during_outage_{index}" for index in range(30))}
+    assert rebuild_equals_live(services)
+    services.database.dispose()
