@@ -31,12 +31,15 @@ def memory_list(rows: list[dict[str, Any]], total: int | None = None) -> tuple[R
 
 
 def written_memory(outcome: Outcome) -> tuple[Response, int]:
-    """The saved memory as the read model holds it, once its event is projected."""
+    """The memory exactly as this write left it (its event), with the read model's access count.
+
+    Never the read model's row itself: another writer may already have changed it.
+    """
     projected = settle(outcome.position)
     row = _projected_row(outcome.memory.memory_id) if projected else None
-    if row is None:  # still pending (or already replaced): answer from the event itself
-        row = outcome.memory.to_dict() | {"last_accessed": outcome.memory.updated, "access_count": 0}
-    return _written(MemorySchema(), row, 201 if outcome.created else 200, outcome.position, projected)
+    body = outcome.memory.to_dict() | {"last_accessed": outcome.memory.updated,
+                                       "access_count": row["access_count"] if row else 0}
+    return _written(MemorySchema(), body, 201 if outcome.created else 200, outcome.position, projected)
 
 
 def deleted_memory(outcome: Outcome) -> tuple[Response, int]:

@@ -54,8 +54,8 @@ class IdempotencyKeys:
         insert = postgres_insert if conn.dialect.name == "postgresql" else sqlite_insert
         taken = conn.execute(insert(keys).values(
             user_id=claim.user_id, key=claim.key, fingerprint=claim.fingerprint, position=position,
-            created=utc_timestamp()).on_conflict_do_nothing())
-        if taken.rowcount != 1:
+            created=utc_timestamp()).on_conflict_do_nothing().returning(keys.c.key)).first()
+        if taken is None:  # (rowcount is not reliable for ON CONFLICT on every driver)
             raise IdempotencyKeyTaken(claim.key)
 
     def find(self, user_id: str, key: str) -> StoredOutcome | None:

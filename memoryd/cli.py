@@ -7,8 +7,6 @@ file, else the default SQLite file.
 
 from __future__ import annotations
 
-import logging
-import sys
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar, cast
@@ -19,6 +17,7 @@ from memoryd import migrate
 from memoryd.bootstrap import Services, build_services, prepare_database
 from memoryd.config import Config, load_config
 from memoryd.errors import MemorydError
+from memoryd.logs import configure_logging
 from projections.queries import MemoryFilter, count_memories
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -67,7 +66,7 @@ def serve(host: str | None, port: int | None) -> None:
 
     from api.app import create_app
 
-    _log_json_lines()
+    configure_logging()
     config = _config()
     services = build_services(config)
     token = prepare_database(services)
@@ -156,15 +155,6 @@ def _split(values: str) -> list[str]:
     return [value.strip() for value in values.split(",") if value.strip()]
 
 
-def _log_json_lines() -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    for name in ("memoryd.access", "memoryd.errors", "projections", "workers"):
-        logger = logging.getLogger(name)
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-        logger.propagate = False
-
 
 @main.command()
 @click.option("--burst", is_flag=True, help="Run the queued jobs, then exit (for scripts and tests).")
@@ -173,7 +163,7 @@ def worker(burst: bool) -> None:
     """Run projections from the Redis queue, plus a periodic catch-up from the log."""
     from workers.runner import run_worker
 
-    _log_json_lines()
+    configure_logging()
     services = _services()
     if services.redis is None:
         raise click.ClickException("memoryd worker needs Redis: set MEMORYD_REDIS_URL or [workers] redis_url")

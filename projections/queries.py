@@ -9,6 +9,7 @@ from sqlalchemy import Connection, Select, and_, func, or_, select
 
 from memoryd.db import Database
 from memoryd.domain import Namespace
+from memoryd.schema import events, projection_checkpoints
 from memoryd.schema import structured_memories as memories
 from projections.ranking import bm25_scores, tokenize
 
@@ -58,14 +59,30 @@ def search_memories(conn: Connection, where: MemoryFilter, query: str, limit: in
 
 
 class MemoryLocator:
-    """Answers ``identity_of`` for the admin delete-by-id command from the read model."""
+    """Finds which identity a memory id belongs to, for the admin delete-by-id command.
 
-    def __init__(self, database: Database) -> None:
+    The read model answers for everything up to its checkpoint; the events after
+    it (not projected yet, e.g. while workers lag) are searched directly, so a
+    memory whose save already answered is found even before it is projected.
+    The command still decides on the stream itself.
+    """
+
+    def __init__(self, database: Database, projection: str = "structured_memories") -> None:
         self.database = database
+        self.projection = projection
 
     def identity_of(self, memory_id: str) -> tuple[str, Namespace] | None:
-        columns = (memories.c.name, memories.c.scope, memories.c.scope_id)
         with self.database.read() as conn:
+            checkpoint = conn.execute(select(projection_checkpoints.c.position)
+                                      .where(projection_checkpoints.c.name == self.projection)).scalar() or 0
+            newest = conn.execute(
+                select(events.c.payload).where(events.c.position > checkpoint,
+                                               events.c.payload[("memory", "memory_id")].as_string() == memory_id)
+                .order_by(events.c.position.desc()).limit(1)).scalar()
+            if newest is not None:
+                memory = newest["memory"]
+                return memory["name"], Namespace(memory["scope"], memory["scope_id"])
+            columns = (memories.c.name, memories.c.scope, memories.c.scope_id)
             row = conn.execute(select(*columns).where(memories.c.memory_id == memory_id)).first()
         return (row.name, Namespace(row.scope, row.scope_id)) if row else None
 

@@ -1,0 +1,18 @@
+"""The WSGI entry point for external servers: ``gunicorn 'api.wsgi:application'``.
+
+Built on import by design (a WSGI server imports this module to get the
+app), from the same configuration the CLI reads. Like ``serve`` it creates
+the schema only in an empty database and refuses an outdated one; in
+production run ``memoryd db upgrade`` before starting the processes.
+"""
+
+from api.app import create_app
+from memoryd import migrate
+from memoryd.bootstrap import build_services
+from memoryd.config import load_config
+from memoryd.logs import configure_logging
+
+configure_logging()
+_services = build_services(load_config())
+migrate.ensure_ready(_services.database)
+application = create_app(_services.config, _services)
