@@ -102,13 +102,32 @@ def database_url(request: pytest.FixtureRequest) -> str:
     return str(request.getfixturevalue(f"{request.param}_url"))
 
 
-def make_services(url: str, redis_url: str = "", **server: Any) -> Services:
-    """Services on ``url`` with a fresh schema; ``redis_url`` switches projection to workers."""
-    config = Config(storage=StorageSettings(database_url=url), workers=WorkerSettings(redis_url=redis_url),
-                    server=ServerSettings(**server))
+def make_services(url: str, redis_url: str = "", queue: str | None = None, **server: Any) -> Services:
+    """Services on ``url`` with a fresh schema; ``redis_url`` switches projection to workers.
+
+    Each gets a queue of its own: other test runs may share the test Redis database.
+    """
+    workers = WorkerSettings(redis_url=redis_url, queue=queue or f"memoryd-test-{uuid.uuid4().hex[:8]}")
+    config = Config(storage=StorageSettings(database_url=url), workers=workers, server=ServerSettings(**server))
     services = build_services(config)
     migrate.upgrade(services.database)
     return services
+
+
+@pytest.fixture
+def built(sqlite_url: str) -> Iterator[Callable[..., Services]]:
+    """``built(redis_url="", queue=None, **server_settings)``: services on SQLite, disposed afterwards."""
+    made: list[Services] = []
+
+    def build(redis_url: str = "", queue: str | None = None, **server: Any) -> Services:
+        made.append(make_services(sqlite_url, redis_url, queue, **server))
+        return made[-1]
+
+    yield build
+    for services in made:
+        services.database.dispose()
+        if services.redis is not None:
+            services.redis.close()
 
 
 @pytest.fixture

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 from typing import Any
 
+from rq import SimpleWorker
 from sqlalchemy import select
 
 from memoryd.bootstrap import Services
@@ -15,6 +17,17 @@ def table_rows(services: Services) -> list[dict[str, Any]]:
     with services.database.read() as conn:
         rows = conn.execute(select(structured_memories).order_by(structured_memories.c.memory_id))
         return [dict(row._mapping) for row in rows]
+
+
+def run_queued_jobs(services: Services) -> None:
+    """What ``memoryd worker --burst`` runs, in this process (rq's signal handlers put back afterwards)."""
+    assert services.queue is not None
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        SimpleWorker([services.queue], connection=services.redis, serializer=services.queue.serializer).work(burst=True)
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
 
 
 def rebuild_equals_live(services: Services) -> bool:

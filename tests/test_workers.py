@@ -14,7 +14,6 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from rq import SimpleWorker
 
 from commands.model import SaveMemory
 from events.store import ConcurrencyConflict
@@ -22,7 +21,7 @@ from events.types import EventMetadata, MemorySaved, memory_stream_id
 from memoryd.domain import Memory, Namespace
 from projections.projector import Projector
 from tests.conftest import make_services
-from tests.helpers import rebuild_equals_live, table_rows
+from tests.helpers import rebuild_equals_live, run_queued_jobs, table_rows
 from tests.test_never_skip import RecordingProjection
 from workers import jobs
 
@@ -70,16 +69,12 @@ def queued(postgres_url: str, redis_url: str) -> Iterator:
     services.database.dispose()
 
 
-def _work_the_queue(services) -> None:
-    SimpleWorker([services.queue], connection=services.redis, serializer=services.queue.serializer).work(burst=True)
-
-
 def test_a_save_enqueues_one_job_that_a_worker_projects(queued):
     position = _save(queued, "note")
     _save(queued, "other")  # while a job waits, appends add no second job
     assert queued.queue.count == 1
     assert queued.projector.checkpoint("structured_memories") == 0
-    _work_the_queue(queued)
+    run_queued_jobs(queued)
     assert queued.projector.checkpoint("structured_memories") == position + 1
     assert {row["name"] for row in table_rows(queued)} == {"note", "other"}
 
@@ -94,7 +89,7 @@ def test_jobs_delivered_twice_concurrently_sequentially_and_out_of_order_apply_e
     racing = [threading.Thread(target=jobs.catch_up, args=(positions[5],)) for _ in range(4)]
     for thread in racing:
         thread.start()
-    _work_the_queue(queued)
+    run_queued_jobs(queued)
     for thread in racing:
         thread.join()
     jobs.catch_up(positions[-1])
@@ -108,8 +103,10 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _spawn_worker(database_url: str, redis_url: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "MEMORYD_DATABASE_URL": database_url, "MEMORYD_REDIS_URL": redis_url,
+def _spawn_worker(services) -> subprocess.Popen[bytes]:
+    """``memoryd worker`` on the services' database, Redis and queue."""
+    env = {**os.environ, "MEMORYD_DATABASE_URL": services.config.storage.database_url,
+           "MEMORYD_REDIS_URL": services.config.workers.redis_url, "MEMORYD_QUEUE": services.config.workers.queue,
            "MEMORYD_CATCH_UP_INTERVAL_MS": "100"}
     with open(os.environ.get("MEMORYD_TEST_WORKER_LOG", os.devnull), "ab") as log:  # the child keeps its copy
         return subprocess.Popen([sys.executable, "-m", "memoryd", "worker"], env=env, stdout=log, stderr=log)
@@ -143,7 +140,7 @@ def test_workers_killed_mid_catch_up_twenty_times_leave_the_table_equal_to_a_reb
     writer.start()
     progress = []
     for _ in range(20):
-        worker = _spawn_worker(postgres_url, redis_url)
+        worker = _spawn_worker(services)
         time.sleep(random.uniform(0.8, 2.0))  # start-up takes ~0.5 s; then it is mid catch-up
         worker.send_signal(signal.SIGKILL)
         worker.wait()
@@ -153,7 +150,7 @@ def test_workers_killed_mid_catch_up_twenty_times_leave_the_table_equal_to_a_reb
     assert not writer.errors
     assert len(set(progress)) >= 3, f"the killed workers hardly projected anything: {progress}"
 
-    survivor = _spawn_worker(postgres_url, redis_url)
+    survivor = _spawn_worker(services)
     try:
         head = services.store.head_position()
         assert services.projector.wait_for(head, timeout=60)[0]
@@ -194,7 +191,7 @@ def private_redis() -> Iterator[tuple[str, callable, callable]]:
 def test_with_redis_stopped_writes_still_land_and_projections_catch_up_with_no_manual_step(postgres_url, private_redis):
     redis_url, start_redis, stop_redis = private_redis
     services = make_services(postgres_url, redis_url=redis_url)
-    worker = _spawn_worker(postgres_url, redis_url)
+    worker = _spawn_worker(services)
     try:
         first = _save(services, "before_outage")
         assert services.projector.wait_for(first, timeout=20)[0]
