@@ -14,7 +14,7 @@ from commands.model import DeleteMemoryById
 from events.audit import AuditQuery as AuditFilter
 from events.audit import list_audit
 from memoryd.errors import NotFound, ValidationError
-from projections.queries import MemoryFilter, ScopePattern, count_memories, get_memory, list_memories, search_memories
+from projections.queries import MemoryFilter, ScopePattern, count_memories, get_memory, list_memories
 
 from api.consistency import after_position
 from api.context import authorized, run_command, services
@@ -45,7 +45,7 @@ def list_() -> tuple[Response, int]:
 def search() -> tuple[Response, int]:
     args = load(AdminSearchQuery(), request.args)
     with services().database.read() as conn:
-        return memory_list(search_memories(conn, _filter(args), args["q"], _clamp(args["limit"], SEARCH_LIMIT)))
+        return memory_list(services().search.memories(conn, _filter(args), args["q"], _clamp(args["limit"], SEARCH_LIMIT)))
 
 
 @blueprint.get("/memories/<memory_id>")

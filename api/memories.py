@@ -10,7 +10,7 @@ from commands.model import DeleteMemory, SaveMemory
 from memoryd.access import public_namespace
 from memoryd.domain import REST_MAX_CONTENT, normalize_name
 from memoryd.errors import ValidationError
-from projections.queries import MemoryFilter, ScopePattern, list_memories, search_memories
+from projections.queries import MemoryFilter, ScopePattern, list_memories
 
 from api.consistency import after_position
 from api.context import authorized, caller, json_object, run_command, services
@@ -58,7 +58,7 @@ def save() -> tuple[Response, int]:
 def search() -> tuple[Response, int]:
     body = load(SearchMemoriesRequest(), json_object())
     with services().database.read() as conn:
-        return memory_list(search_memories(conn, _visible(body), body["query"], body["limit"]))
+        return memory_list(services().search.memories(conn, _visible(body), body["query"], body["limit"]))
 
 
 @blueprint.delete("/<path:name>")

@@ -26,8 +26,9 @@ from events.types import EventMetadata, MemoryEvent, RecordedEvent
 from memoryd.db import Database
 from memoryd.schema import events
 
-# Any constant works; it names the lock that orders appends on PostgreSQL.
-APPEND_LOCK_KEY = 0x6D656D6F7279
+# With the schema's hash, names the lock that orders appends on PostgreSQL: one lock
+# per schema, so deployments sharing a database do not queue on each other.
+APPEND_LOCK_CLASS = 0x6D656D6F
 
 
 class ConcurrencyConflict(Exception):
@@ -107,7 +108,8 @@ class EventStore:
 
     def _order_appends(self, conn: Connection) -> None:
         if conn.dialect.name == "postgresql":
-            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": APPEND_LOCK_KEY})
+            conn.execute(text("SELECT pg_advisory_xact_lock(:class, hashtext(current_schema()))"),
+                         {"class": APPEND_LOCK_CLASS})
 
 
 def _recorded(row: Row[Any]) -> RecordedEvent:

@@ -22,6 +22,7 @@ from memoryd.directory import TOKEN_SCOPES, Directory
 from projections.memory_table import MemoryTableProjection
 from projections.projector import Projector
 from projections.queries import MemoryLocator
+from projections.search import SearchService
 from workers.dispatch import InProcessDispatcher, RedisDispatcher
 
 ADMIN_PERMISSIONS = ["admin.memories"]
@@ -39,6 +40,7 @@ class Services:
     idempotency: IdempotencyKeys
     redis: Redis | None  # None: projections run in-process
     queue: Queue | None
+    search: SearchService
 
 
 def build_services(config: Config) -> Services:
@@ -54,7 +56,9 @@ def build_services(config: Config) -> Services:
         queue = Queue(config.workers.queue, connection=redis, serializer=JSONSerializer)
         dispatcher = RedisDispatcher(redis, queue)
     bus = CommandBus(Dependencies(store=store, locator=MemoryLocator(database)), dispatcher, idempotency)
-    return Services(config, database, store, projector, memory_table, bus, Directory(database), idempotency, redis, queue)
+    search = SearchService(store, config.search.k1, config.search.b)
+    return Services(config, database, store, projector, memory_table, bus, Directory(database), idempotency, redis, queue,
+                    search)
 
 
 def prepare_database(services: Services, environ: Mapping[str, str] | None = None) -> str | None:

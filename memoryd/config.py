@@ -59,11 +59,20 @@ class WorkerSettings:
 
 
 @dataclass(frozen=True)
+class SearchSettings:
+    """Okapi BM25 parameters."""
+
+    k1: float = 1.5
+    b: float = 0.75
+
+
+@dataclass(frozen=True)
 class Config:
     memory: MemorySettings = field(default_factory=MemorySettings)
     server: ServerSettings = field(default_factory=ServerSettings)
     storage: StorageSettings = field(default_factory=StorageSettings)
     workers: WorkerSettings = field(default_factory=WorkerSettings)
+    search: SearchSettings = field(default_factory=SearchSettings)
 
 
 @dataclass(frozen=True)
@@ -87,6 +96,20 @@ def _integer(low: int, high: int | None = None) -> Callable[[str, Any], int]:
             bound = f"between {low} and {high}" if high is not None else f"at least {low}"
             raise ConfigError(f"{key} must be {bound} (got {value})")
         return value
+
+    return parse
+
+
+def _number(low: float, high: float) -> Callable[[str, Any], float]:
+    def parse(key: str, value: Any) -> float:
+        if isinstance(value, str):
+            try:
+                value = float(value.strip())
+            except ValueError:
+                pass
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+            raise ConfigError(f"{key} must be a number between {low} and {high} (got {value!r})")
+        return float(value)
 
     return parse
 
@@ -125,8 +148,11 @@ _KEYS = (
     _Key("workers", "redis_url", _string, "MEMORYD_REDIS_URL"),
     _Key("workers", "queue", _string, "MEMORYD_QUEUE"),
     _Key("workers", "catch_up_interval_ms", _integer(50, 3_600_000), "MEMORYD_CATCH_UP_INTERVAL_MS"),
+    _Key("search", "k1", _number(0.0, 10.0)),
+    _Key("search", "b", _number(0.0, 1.0)),
 )
-_SECTIONS = {"memory": MemorySettings, "server": ServerSettings, "storage": StorageSettings, "workers": WorkerSettings}
+_SECTIONS = {"memory": MemorySettings, "server": ServerSettings, "storage": StorageSettings, "workers": WorkerSettings,
+             "search": SearchSettings}
 
 
 def load_config(path: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None) -> Config:

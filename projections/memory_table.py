@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, delete
+from sqlalchemy import Connection, Executable, delete
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -23,21 +23,26 @@ _REWRITTEN_ON_UPDATE = ("name", "description", "type", "scope", "scope_id", "con
 class MemoryTableProjection:
     name = "structured_memories"
 
+    def __init__(self) -> None:
+        self._upserts: dict[str, Executable] = {}
+
     def apply(self, conn: Connection, recorded: RecordedEvent) -> None:
         event = recorded.to_domain()
         if isinstance(event, MemoryDeleted):
             conn.execute(delete(structured_memories).where(structured_memories.c.memory_id == event.memory.memory_id))
             return
         row: dict[str, Any] = event.memory.to_dict() | {"last_accessed": event.memory.updated, "access_count": 0}
-        insert = postgres_insert if conn.dialect.name == "postgresql" else sqlite_insert
-        statement = insert(structured_memories).values(row)
-        excluded = statement.excluded
-        conn.execute(
-            statement.on_conflict_do_update(
+        conn.execute(self._upsert(conn.dialect.name), row)
+
+    def _upsert(self, dialect: str) -> Executable:
+        """One INSERT .. ON CONFLICT (memory_id) DO UPDATE per dialect, built once."""
+        if dialect not in self._upserts:
+            statement = (postgres_insert if dialect == "postgresql" else sqlite_insert)(structured_memories)
+            self._upserts[dialect] = statement.on_conflict_do_update(
                 index_elements=[structured_memories.c.memory_id],
-                set_={column: excluded[column] for column in _REWRITTEN_ON_UPDATE},
+                set_={column: statement.excluded[column] for column in _REWRITTEN_ON_UPDATE},
             )
-        )
+        return self._upserts[dialect]
 
     def reset(self, conn: Connection) -> None:
         conn.execute(delete(structured_memories))

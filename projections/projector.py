@@ -84,9 +84,13 @@ class Projector:
             with self.database.write() as conn:
                 position = self._lock_checkpoint(conn, projection.name)
                 batch = self.store.read_after(conn, position, BATCH_SIZE)
-                if not batch:
-                    return position
-                self._save_checkpoint(conn, projection.name, self._apply(conn, projection, position, batch))
+                if batch:
+                    position = self._apply(conn, projection, position, batch)
+                    self._save_checkpoint(conn, projection.name, position)
+            # A short batch reached the head. Whatever commits after this read is caught up
+            # by the catch-up its own append triggers, so no extra (empty) transaction is spent.
+            if len(batch) < BATCH_SIZE:
+                return position
 
     def _apply(self, conn: Connection, projection: Projection, position: int, batch: list[RecordedEvent]) -> int:
         for recorded in batch:
@@ -113,10 +117,13 @@ class Projector:
 
     def _lock_checkpoint(self, conn: Connection, name: str) -> int:
         """Create the checkpoint row if needed and lock it until the transaction ends."""
-        insert = postgres_insert if conn.dialect.name == "postgresql" else sqlite_insert
-        conn.execute(insert(projection_checkpoints).values(name=name, position=0).on_conflict_do_nothing())
         query = select(projection_checkpoints.c.position).where(projection_checkpoints.c.name == name).with_for_update()
-        return int(conn.execute(query).scalar_one())
+        found = conn.execute(query).scalar()
+        if found is None:  # the projection's first run
+            insert = postgres_insert if conn.dialect.name == "postgresql" else sqlite_insert
+            conn.execute(insert(projection_checkpoints).values(name=name, position=0).on_conflict_do_nothing())
+            found = conn.execute(query).scalar_one()
+        return int(found)
 
     def _save_checkpoint(self, conn: Connection, name: str, position: int) -> None:
         conn.execute(update(projection_checkpoints).where(projection_checkpoints.c.name == name).values(position=position))

@@ -11,7 +11,6 @@ from memoryd.db import Database
 from memoryd.domain import Namespace
 from memoryd.schema import events, projection_checkpoints
 from memoryd.schema import structured_memories as memories
-from projections.ranking import bm25_scores, tokenize
 
 
 @dataclass(frozen=True)
@@ -44,18 +43,13 @@ def get_memory(conn: Connection, memory_id: str) -> dict[str, Any] | None:
     return dict(row._mapping) if row else None
 
 
-def search_memories(conn: Connection, where: MemoryFilter, query: str, limit: int) -> list[dict[str, Any]]:
-    """Rank by BM25 over exactly the rows ``where`` admits; no shared word, no result."""
-    words = tokenize(query)
-    if not words:
+def memories_in_order(conn: Connection, memory_ids: list[str]) -> list[dict[str, Any]]:
+    """The rows of these memories, in the given order (ids the table lacks are left out)."""
+    if not memory_ids:
         return []
-    rows = [dict(row._mapping) for row in conn.execute(_filtered(select(memories), where))]
-    documents = [tokenize(f"{row['name']} {row['description']} {row['content']}") for row in rows]
-    ranked = [(score, row) for score, row in zip(bm25_scores(documents, words), rows) if score > 0]
-    ranked.sort(key=lambda pair: pair[1]["memory_id"])
-    ranked.sort(key=lambda pair: pair[1]["updated"], reverse=True)
-    ranked.sort(key=lambda pair: pair[0], reverse=True)
-    return [row for _, row in ranked[:limit]]
+    found = {row.memory_id: dict(row._mapping) for row in conn.execute(
+        select(memories).where(memories.c.memory_id.in_(memory_ids)))}
+    return [found[memory_id] for memory_id in memory_ids if memory_id in found]
 
 
 class MemoryLocator:

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
+from redis.exceptions import RedisError
 from rq import SimpleWorker
 
 from memoryd.bootstrap import Services
 from workers import jobs
 
 log = logging.getLogger(__name__)
+REDIS_RETRY_SECONDS = 2.0
 
 
 class PeriodicCatchUp(threading.Thread):
@@ -44,7 +47,13 @@ def run_worker(services: Services, *, burst: bool = False) -> None:
     periodic.start()
     try:
         services.projector.catch_up()
-        worker = SimpleWorker([services.queue], connection=services.redis, serializer=services.queue.serializer)
-        worker.work(burst=burst, with_scheduler=False)
+        while True:
+            try:
+                worker = SimpleWorker([services.queue], connection=services.redis, serializer=services.queue.serializer)
+                worker.work(burst=burst, with_scheduler=False)
+                return  # a burst finished, or a requested (warm) shutdown
+            except RedisError as error:  # the periodic catch-up keeps projecting meanwhile
+                log.warning("lost Redis (%s); retrying in %.0f s", error, REDIS_RETRY_SECONDS)
+                time.sleep(REDIS_RETRY_SECONDS)
     finally:
         periodic.stopped.set()

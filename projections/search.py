@@ -1,0 +1,71 @@
+"""This process's search index, fed from the log and rebuildable with an atomic swap.
+
+Each API process holds its own ``SearchIndex``. It is built from the log on
+first use and brought up to the head of the log before every search, so a
+search always sees every committed write (one indexed range read when there
+is nothing new). A rebuild fills a fresh index from the log while the old one
+keeps serving, catches it up, then swaps it in: readers never see an empty or
+half-built index.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from typing import Any
+
+from sqlalchemy import Connection
+
+from events.store import EventStore
+from projections.queries import MemoryFilter, memories_in_order
+from projections.search_index import Hit, SearchIndex
+
+PAGE = 2_000
+Progress = Callable[[int], None]  # called with the number of events just applied
+
+
+class SearchService:
+    def __init__(self, store: EventStore, k1: float, b: float) -> None:
+        self.store = store
+        self.k1, self.b = k1, b
+        self._index: SearchIndex | None = None
+        self._following = threading.Lock()  # one catch-up at a time; others wait for it
+
+    @property
+    def position(self) -> int:
+        return self._index.position if self._index is not None else 0
+
+    def search(self, where: MemoryFilter, query: str, limit: int) -> list[Hit]:
+        return self.catch_up().search(where, query, limit)
+
+    def catch_up(self) -> SearchIndex:
+        """The live index, with every event committed so far applied."""
+        with self._following:
+            if self._index is None:
+                self._index = SearchIndex(self.k1, self.b)
+            self._feed(self._index)
+            return self._index
+
+    def rebuild(self, progress: Progress | None = None) -> SearchIndex:
+        """Build a fresh index from the whole log, then swap it in once caught up."""
+        fresh = SearchIndex(self.k1, self.b)
+        self._feed(fresh, progress)  # the live index keeps serving meanwhile
+        with self._following:
+            self._feed(fresh, progress)  # what was written during the rebuild
+            self._index = fresh
+        return fresh
+
+    def memories(self, conn: Connection, where: MemoryFilter, query: str, limit: int) -> list[dict[str, Any]]:
+        """The best matches as table rows, in rank order."""
+        return memories_in_order(conn, [hit.memory_id for hit in self.search(where, query, limit)])
+
+    def _feed(self, index: SearchIndex, progress: Progress | None = None) -> None:
+        while True:
+            with self.store.database.read() as conn:
+                batch = self.store.read_after(conn, index.position, PAGE)
+            index.apply_all(batch)
+            if progress is not None and batch:
+                progress(len(batch))
+            if len(batch) < PAGE:
+                return

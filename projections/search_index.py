@@ -1,0 +1,262 @@
+"""The BM25 search index: an in-memory projection of the log, kept per process.
+
+Layout, chosen for "cost follows what the caller can see":
+
+* Every document (memory) gets a *slot*: its length, type, namespace and
+  liveness live in numpy arrays indexed by slot. A slot is never reused;
+  replacing a memory tombstones its old slot and takes a new one.
+* Postings are partitioned by *namespace* ``(scope, scope_id)``. Each
+  namespace holds an immutable CSR segment (sorted term ids, offsets, slots,
+  term frequencies) plus a small mutable delta for recent additions, merged
+  into the segment when it grows past a fraction of it. So an add costs time
+  proportional to the memory's length, a delete is a tombstone, and a query
+  touches only the namespaces it may see.
+* Statistics (document count, average length, document frequencies) are
+  computed per query over exactly the searched set: the visible namespaces,
+  the type filter, live documents only. Another user's memories never change
+  the caller's scores.
+
+The index keeps the log position it has applied; applying an event at or
+below it does nothing, so redelivery is harmless.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from events.types import MemoryDeleted, RecordedEvent
+from memoryd.domain import MEMORY_TYPES, Memory
+from projections.queries import MemoryFilter
+from projections.ranking import B, K1, idf, tokenize
+
+TYPE_CODES = {memory_type: code for code, memory_type in enumerate(MEMORY_TYPES)}
+ALL_TYPES = len(MEMORY_TYPES)  # the counters' last column sums every type
+MERGE_FRACTION = 0.10  # merge a namespace's delta once it holds this share of its postings
+MERGE_MINIMUM = 4_096
+
+
+@dataclass(frozen=True)
+class Hit:
+    memory_id: str
+    score: float
+
+
+class _Namespace:
+    """The postings of one ``(scope, scope_id)``: a CSR segment plus a delta."""
+
+    __slots__ = ("terms", "offsets", "slots", "freqs", "delta", "delta_size", "documents", "lengths")
+
+    def __init__(self) -> None:
+        self.terms = np.empty(0, np.int64)  # sorted term ids in the segment
+        self.offsets = np.zeros(1, np.int64)  # postings of terms[i] are [offsets[i], offsets[i+1])
+        self.slots = np.empty(0, np.int32)
+        self.freqs = np.empty(0, np.uint16)
+        self.delta: dict[int, list[int]] = {}  # term id -> [slot, freq, slot, freq, ...]
+        self.delta_size = 0
+        self.documents = np.zeros(ALL_TYPES + 1, np.int64)  # live documents per type, and in all
+        self.lengths = np.zeros(ALL_TYPES + 1, np.int64)  # their summed lengths
+
+    def postings(self, term_ids: np.ndarray) -> list[tuple[np.ndarray, np.ndarray] | None]:
+        """For each term id: (slots, freqs) in this namespace, or None."""
+        found = np.searchsorted(self.terms, term_ids)
+        result: list[tuple[np.ndarray, np.ndarray] | None] = []
+        for term_id, index in zip(term_ids.tolist(), found.tolist()):
+            parts = []
+            if index < len(self.terms) and self.terms[index] == term_id:
+                start, end = self.offsets[index], self.offsets[index + 1]
+                parts.append((self.slots[start:end], self.freqs[start:end]))
+            if (pending := self.delta.get(term_id)) is not None:
+                pairs = np.asarray(pending, np.int64).reshape(-1, 2)
+                parts.append((pairs[:, 0].astype(np.int32), pairs[:, 1].astype(np.uint16)))
+            if not parts:
+                result.append(None)
+            elif len(parts) == 1:
+                result.append(parts[0])
+            else:
+                result.append((np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])))
+        return result
+
+    def merge(self, alive: np.ndarray) -> None:
+        """Fold the delta into a new segment, dropping tombstoned slots."""
+        counts = np.diff(self.offsets)
+        terms = [np.repeat(self.terms, counts)]
+        slots, freqs = [self.slots], [self.freqs]
+        for term_id, pending in self.delta.items():
+            pairs = np.asarray(pending, np.int64).reshape(-1, 2)
+            terms.append(np.full(len(pairs), term_id, np.int64))
+            slots.append(pairs[:, 0].astype(np.int32))
+            freqs.append(pairs[:, 1].astype(np.uint16))
+        all_terms, all_slots, all_freqs = np.concatenate(terms), np.concatenate(slots), np.concatenate(freqs)
+        live = alive[all_slots]
+        all_terms, all_slots, all_freqs = all_terms[live], all_slots[live], all_freqs[live]
+        order = np.lexsort((all_slots, all_terms))
+        all_terms, self.slots, self.freqs = all_terms[order], all_slots[order], all_freqs[order]
+        self.terms, starts = np.unique(all_terms, return_index=True)
+        self.offsets = np.append(starts, len(all_terms)).astype(np.int64)
+        self.delta, self.delta_size = {}, 0
+
+
+class SearchIndex:
+    """BM25 over memories, exact per caller; thread-safe (one lock, short holds)."""
+
+    def __init__(self, k1: float = K1, b: float = B) -> None:
+        self.k1, self.b = k1, b
+        self.position = 0
+        self._lock = threading.Lock()
+        self._vocabulary: dict[str, int] = {}
+        self._namespaces: dict[tuple[str, str], _Namespace] = {}
+        self._by_scope: dict[str, list[_Namespace]] = {}
+        self._slot_of: dict[str, int] = {}
+        self._memory_ids: list[str | None] = []
+        self._updated: list[str] = []
+        self._length = np.zeros(1024, np.int32)
+        self._type = np.zeros(1024, np.uint8)
+        self._alive = np.zeros(1024, bool)
+        self._namespace_of: list[_Namespace | None] = []
+
+    # -- maintenance -----------------------------------------------------------
+
+    def apply(self, recorded: RecordedEvent) -> None:
+        """Apply one event from the log, once: positions at or below ours are ignored."""
+        with self._lock:
+            if recorded.position <= self.position:
+                return
+            event = recorded.to_domain()
+            self._remove(event.memory.memory_id)
+            if not isinstance(event, MemoryDeleted):
+                self._add(event.memory)
+            self.position = recorded.position
+
+    def apply_all(self, recorded: Iterable[RecordedEvent]) -> None:
+        for event in recorded:
+            self.apply(event)
+
+    def __len__(self) -> int:
+        return len(self._slot_of)
+
+    def _add(self, memory: Memory) -> None:
+        words = tokenize(f"{memory.name} {memory.description} {memory.content}")
+        slot = len(self._memory_ids)
+        self._grow(slot + 1)
+        key = (memory.scope, memory.scope_id)
+        namespace = self._namespaces.get(key)
+        if namespace is None:
+            namespace = self._namespaces[key] = _Namespace()
+            self._by_scope.setdefault(memory.scope, []).append(namespace)
+        type_code = TYPE_CODES.get(memory.type, TYPE_CODES["general"])
+        self._memory_ids.append(memory.memory_id)
+        self._updated.append(memory.updated)
+        self._namespace_of.append(namespace)
+        self._slot_of[memory.memory_id] = slot
+        self._length[slot], self._type[slot], self._alive[slot] = len(words), type_code, True
+        vocabulary = self._vocabulary
+        for word, frequency in Counter(words).items():
+            term_id = vocabulary.setdefault(word, len(vocabulary))
+            namespace.delta.setdefault(term_id, []).extend((slot, min(frequency, 65_535)))
+        namespace.delta_size += len(words)
+        for column in (type_code, ALL_TYPES):
+            namespace.documents[column] += 1
+            namespace.lengths[column] += len(words)
+        if namespace.delta_size > max(MERGE_MINIMUM, MERGE_FRACTION * len(namespace.slots)):
+            namespace.merge(self._alive)
+
+    def _remove(self, memory_id: str) -> None:
+        slot = self._slot_of.pop(memory_id, None)
+        if slot is None:
+            return
+        namespace = self._namespace_of[slot]
+        assert namespace is not None
+        for column in (int(self._type[slot]), ALL_TYPES):
+            namespace.documents[column] -= 1
+            namespace.lengths[column] -= int(self._length[slot])
+        self._alive[slot] = False
+        self._memory_ids[slot] = None
+        self._namespace_of[slot] = None
+
+    def _grow(self, needed: int) -> None:
+        if needed <= len(self._alive):
+            return
+        size = max(needed, 2 * len(self._alive))
+        self._length = np.resize(self._length, size)
+        self._type = np.resize(self._type, size)
+        alive = np.zeros(size, bool)
+        alive[: len(self._alive)] = self._alive
+        self._alive = alive
+
+    # -- queries ---------------------------------------------------------------
+
+    def search(self, where: MemoryFilter, query: str, limit: int) -> list[Hit]:
+        """The ``limit`` best memories ``where`` admits: score, then newest, then id."""
+        words = Counter(tokenize(query))
+        with self._lock:
+            namespaces = self._select(where)
+            column = TYPE_CODES[where.type] if where.type else ALL_TYPES
+            documents = sum(int(ns.documents[column]) for ns in namespaces)
+            term_ids = [self._vocabulary[word] for word in words if word in self._vocabulary]
+            if not documents or not term_ids or limit <= 0:
+                return []
+            average_length = sum(int(ns.lengths[column]) for ns in namespaces) / documents
+            repeats = np.array([words[word] for word in words if word in self._vocabulary], np.float64)
+            slots, scores = self._score(namespaces, np.array(term_ids, np.int64), repeats, where.type,
+                                        documents, average_length)
+            return self._top(slots, scores, limit)
+
+    def _select(self, where: MemoryFilter) -> list[_Namespace]:
+        if where.scopes is None:
+            return list(self._namespaces.values())
+        chosen: dict[int, _Namespace] = {}
+        for pattern in where.scopes:
+            if pattern.scope_id is None:
+                matches = self._by_scope.get(pattern.scope, [])
+            else:
+                found = self._namespaces.get((pattern.scope, pattern.scope_id))
+                matches = [found] if found is not None else []
+            chosen.update((id(namespace), namespace) for namespace in matches)
+        return list(chosen.values())
+
+    def _score(self, namespaces: Sequence[_Namespace], term_ids: np.ndarray, repeats: np.ndarray,
+               memory_type: str, documents: int, average_length: float) -> tuple[np.ndarray, np.ndarray]:
+        per_term: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in term_ids]
+        for namespace in namespaces:
+            for bucket, found in zip(per_term, namespace.postings(term_ids)):
+                if found is not None:
+                    bucket.append(found)
+        slot_parts, score_parts = [], []
+        k1, b = self.k1, self.b
+        for repeat, bucket in zip(repeats.tolist(), per_term):
+            if not bucket:
+                continue
+            slots = np.concatenate([part[0] for part in bucket]) if len(bucket) > 1 else bucket[0][0]
+            freqs = np.concatenate([part[1] for part in bucket]) if len(bucket) > 1 else bucket[0][1]
+            keep = self._alive[slots]
+            if memory_type:
+                keep &= self._type[slots] == TYPE_CODES[memory_type]
+            slots, freqs = slots[keep], freqs[keep].astype(np.float64)
+            if not len(slots):
+                continue
+            frequency = len(slots)
+            weight = repeat * idf(documents, frequency)
+            norm = k1 * (1 - b + b * self._length[slots] / average_length)
+            slot_parts.append(slots)
+            score_parts.append(weight * freqs * (k1 + 1) / (freqs + norm))
+        if not slot_parts:
+            return np.empty(0, np.int32), np.empty(0, np.float64)
+        slots, scores = np.concatenate(slot_parts), np.concatenate(score_parts)
+        unique, inverse = np.unique(slots, return_inverse=True)
+        return unique, np.bincount(inverse, weights=scores)
+
+    def _top(self, slots: np.ndarray, scores: np.ndarray, limit: int) -> list[Hit]:
+        if len(scores) > limit:
+            threshold = np.partition(scores, len(scores) - limit)[len(scores) - limit]
+            keep = scores >= threshold  # ties at the cut stay in; the tie-break decides below
+            slots, scores = slots[keep], scores[keep]
+        ranked = [(float(score), int(slot)) for score, slot in zip(scores.tolist(), slots.tolist()) if score > 0]
+        ranked.sort(key=lambda pair: self._memory_ids[pair[1]] or "")
+        ranked.sort(key=lambda pair: self._updated[pair[1]], reverse=True)
+        ranked.sort(key=lambda pair: pair[0], reverse=True)
+        return [Hit(self._memory_ids[slot] or "", score) for score, slot in ranked[:limit]]

@@ -1,0 +1,177 @@
+"""The BM25 index: exact against rank-bm25, per-caller statistics, updates, rebuilds."""
+
+from __future__ import annotations
+
+import random
+import threading
+from itertools import count
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rank_bm25 import BM25Okapi
+
+from commands.model import DeleteMemory, SaveMemory
+from events.types import EventMetadata, MemoryDeleted, MemorySaved, MemoryUpdated, RecordedEvent
+from memoryd.domain import Memory, Namespace
+from projections.queries import MemoryFilter, ScopePattern
+from projections.ranking import idf, tokenize
+from projections.search_index import SearchIndex
+
+WORDS = [f"w{index}" for index in range(40)]
+GLOBAL = MemoryFilter(scopes=(ScopePattern("global"),))
+_positions = count(1)
+
+
+def memory(name: str, content: str, scope: str = "global", scope_id: str = "", memory_type: str = "general",
+           updated: str = "2026-01-01T00:00:00", description: str = "d") -> Memory:
+    return Memory(f"id-{scope}-{scope_id}-{name}", name, description, memory_type, scope, scope_id, content,
+                  "2026-01-01T00:00:00", updated)
+
+
+def recorded(event) -> RecordedEvent:
+    return RecordedEvent(next(_positions), "s", 1, event.event_type, 1, event.payload(), {}, "")
+
+
+def index_of(memories: list[Memory]) -> SearchIndex:
+    index = SearchIndex()
+    index.apply_all(recorded(MemorySaved(m)) for m in memories)
+    return index
+
+
+def oracle(memories: list[Memory], query: str) -> dict[str, float]:
+    """rank-bm25's BM25Okapi, with its idf replaced by Lucene's (the one the issue specifies)."""
+    corpus = [tokenize(f"{m.name} {m.description} {m.content}") for m in memories]
+    model = BM25Okapi(corpus, k1=1.5, b=0.75)
+    frequencies: dict[str, int] = {}
+    for document in model.doc_freqs:
+        for word in document:
+            frequencies[word] = frequencies.get(word, 0) + 1
+    model.idf = {word: idf(len(corpus), df) for word, df in frequencies.items()}
+    scores = model.get_scores(tokenize(query))
+    return {m.memory_id: float(score) for m, score in zip(memories, scores) if score > 0}
+
+
+corpora = st.lists(
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=30).map(" ".join), min_size=1, max_size=40)
+queries = st.lists(st.sampled_from(WORDS + ["absent"]), min_size=1, max_size=12).map(" ".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(corpus=corpora, query=queries, limit=st.integers(1, 50))
+def test_scores_and_top_k_equal_rank_bm25_with_lucene_idf(corpus, query, limit):
+    memories = [memory(f"m{i}", text) for i, text in enumerate(corpus)]
+    expected = oracle(memories, query)
+    hits = index_of(memories).search(GLOBAL, query, limit)
+    assert len(hits) == min(limit, len(expected))
+    for hit in hits:
+        assert hit.score == pytest.approx(expected[hit.memory_id], abs=1e-6)
+    # the top-k is the oracle's top-k: nothing left out scores higher than what came back
+    if hits:
+        assert max((s for mid, s in expected.items() if mid not in {h.memory_id for h in hits}), default=0) <= \
+            hits[-1].score + 1e-9
+
+
+@settings(max_examples=60, deadline=None)
+@given(mine=corpora, others=corpora, query=queries)
+def test_memories_the_caller_cannot_see_change_none_of_the_callers_scores(mine, others, query):
+    own = [memory(f"m{i}", text, "user", "alice") for i, text in enumerate(mine)]
+    foreign = [memory(f"o{i}", text, "user", "bob") for i, text in enumerate(others)]
+    alone, crowded = index_of(own), index_of(own + foreign)
+    visible = MemoryFilter(scopes=(ScopePattern("user", "alice"),))
+    assert [(h.memory_id, h.score) for h in alone.search(visible, query, 50)] == \
+        [(h.memory_id, h.score) for h in crowded.search(visible, query, 50)]
+
+
+def test_a_query_none_of_whose_words_occur_returns_nothing():
+    assert index_of([memory("a", "alpha beta")]).search(GLOBAL, "gamma delta", 10) == []
+
+
+def test_equal_scores_are_ordered_newest_first_then_by_memory_id():
+    memories = [memory("b", "same words", updated="2026-01-01T00:00:01"), memory("a", "same words"),
+                memory("c", "same words"), memory("d", "same words", updated="2026-01-01T00:00:02")]
+    assert [h.memory_id for h in index_of(memories).search(GLOBAL, "same", 10)] == [
+        "id-global--d", "id-global--b", "id-global--a", "id-global--c"]
+
+
+def test_updates_and_deletes_are_seen_by_the_next_query_and_match_a_fresh_index():
+    rng = random.Random(5)
+    index, live = SearchIndex(), {}
+    for step in range(3_000):  # enough to merge deltas into segments many times
+        name = f"m{rng.randrange(400)}"
+        action = rng.random()
+        if action < 0.15 and name in live:
+            index.apply(recorded(MemoryDeleted(live.pop(name))))
+        else:
+            text = " ".join(rng.choice(WORDS) for _ in range(rng.randrange(1, 25)))
+            changed = memory(name, text, memory_type=rng.choice(["user", "general", "feedback"]))
+            index.apply(recorded(MemoryUpdated(changed) if name in live else MemorySaved(changed)))
+            live[name] = changed
+        if step % 500 == 0:
+            query = " ".join(rng.sample(WORDS, 4))
+            fresh = index_of(list(live.values()))
+            assert [(h.memory_id, round(h.score, 9)) for h in index.search(GLOBAL, query, 20)] == \
+                [(h.memory_id, round(h.score, 9)) for h in fresh.search(GLOBAL, query, 20)]
+    assert len(index) == len(live)
+
+
+def test_the_type_filter_searches_and_scores_only_that_type():
+    memories = [memory("a", "alpha", memory_type="feedback"), memory("b", "alpha alpha", memory_type="user"),
+                memory("c", "beta", memory_type="feedback")]
+    hits = index_of(memories).search(MemoryFilter(type="feedback", scopes=None), "alpha", 10)
+    feedback = [m for m in memories if m.type == "feedback"]
+    assert [(h.memory_id, pytest.approx(h.score)) for h in hits] == list(oracle(feedback, "alpha").items())
+
+
+def test_an_event_applied_twice_changes_nothing():
+    index = SearchIndex()
+    event = recorded(MemorySaved(memory("a", "alpha")))
+    index.apply(event)
+    index.apply(event)
+    assert len(index) == 1 and index.position == event.position
+
+
+def test_search_over_http_uses_the_index_and_sees_each_write_at_once(alice):
+    alice.save("deploy_notes", "we deploy with buildkite every friday")
+    assert [m["name"] for m in alice.post("/v1/api/memories/search", json={"query": "buildkite"}).json["memories"]] == [
+        "deploy_notes"]
+    alice.save("deploy_notes", "we deploy with github actions now")
+    assert alice.post("/v1/api/memories/search", json={"query": "buildkite"}).json["memories"] == []
+    alice.delete("/v1/api/memories/deploy_notes")
+    assert alice.post("/v1/api/memories/search", json={"query": "github"}).json["memories"] == []
+
+
+def test_a_rebuild_while_writes_continue_swaps_in_with_no_failed_or_empty_reads(services):
+    namespace = Namespace("global", "")
+    for index in range(300):
+        services.bus.handle(SaveMemory(f"note_{index}", f"common word{index}", "d", None, namespace), EventMetadata())
+    services.search.catch_up()
+    stop, failures, results = threading.Event(), [], []
+
+    def read() -> None:
+        while not stop.is_set():
+            try:
+                results.append(len(services.search.search(GLOBAL, "common", 50)))
+            except Exception as error:  # any failure is what this test looks for
+                failures.append(error)
+
+    def write() -> None:
+        for index in range(300, 400):
+            services.bus.handle(SaveMemory(f"note_{index}", f"common word{index}", "d", None, namespace), EventMetadata())
+
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    writer = threading.Thread(target=write)
+    for thread in [*readers, writer]:
+        thread.start()
+    before = services.search.catch_up()
+    rebuilt = services.search.rebuild()
+    writer.join()
+    stop.set()
+    for thread in readers:
+        thread.join()
+    assert not failures
+    assert results and min(results) == 50  # never an empty or partial answer
+    assert rebuilt is not before and services.search.catch_up() is rebuilt
+    assert len(rebuilt) == 400
+    services.bus.handle(DeleteMemory("note_0", namespace), EventMetadata())
+    assert len(services.search.catch_up()) == 399
