@@ -54,18 +54,30 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import sqlalchemy  # noqa: E402
-from sqlalchemy import Column, Integer, MetaData, String, Table, Text, UniqueConstraint, create_engine, event, insert, text  # noqa: E402
-from sqlalchemy.dialects.postgresql import insert as postgres_insert  # noqa: E402
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert  # noqa: E402
+import sqlalchemy
+from sqlalchemy import (
+    Column,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    event,
+    insert,
+    text,
+)
+from sqlalchemy.dialects.postgresql import insert as postgres_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from commands.model import SaveMemory  # noqa: E402
-from events.types import MEMORY_SAVED, MEMORY_UPDATED, EventMetadata, memory_stream_id  # noqa: E402
-from memoryd import migrate  # noqa: E402
-from memoryd.bootstrap import Services, build_services  # noqa: E402
-from memoryd.config import Config, StorageSettings  # noqa: E402
-from memoryd.domain import REST_MAX_CONTENT, Memory, Namespace, utc_timestamp  # noqa: E402
-from memoryd.schema import Document, Position, structured_memories  # noqa: E402
+from commands.model import SaveMemory
+from events.types import MEMORY_SAVED, MEMORY_UPDATED, EventMetadata, memory_stream_id
+from memoryd import migrate
+from memoryd.bootstrap import Services, build_services
+from memoryd.config import Config, StorageSettings
+from memoryd.domain import REST_MAX_CONTENT, Memory, Namespace, utc_timestamp
+from memoryd.schema import Document, Position, structured_memories
 
 SEED = 20261130
 CHUNK = 50
@@ -73,6 +85,7 @@ WARMUP = 25
 DEFAULT_COUNT = {"sqlite": 2000, "postgres": 1000}
 POSTGRES_URL = os.environ.get("MEMORYD_BENCH_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
+APPLICATION_NAME = "memoryd-bench"
 OURS = "memoryd bus.handle"
 RAW_MEMORIES = "raw insert structured_memories"
 RAW_EVENTS = "raw insert events only"
@@ -95,7 +108,7 @@ bench_events = Table(
     sqlite_autoincrement=True,
 )
 
-_WORDS = """
+_WORD_TEXT = """
 the a of to and in for on with that this is was be it as at by from or an not are we our
 deploy release staging production rollback migration schema index query latency cache
 token user project workstream agent memory context prompt review feedback decision note
@@ -108,10 +121,12 @@ api_key secret rotate expire permission scope admin owner access audit policy co
 frontend backend service cluster node container image registry volume network proxy
 monday friday weekly daily morning quarter roadmap priority estimate blocker dependency
 document summary detail example reason goal plan step result outcome issue fix patch
-""".split()
-_TOPICS = """deploy_checklist coding_style review_preferences oncall_runbook db_conventions
+"""
+_WORDS = _WORD_TEXT.split()
+_TOPIC_TEXT = """deploy_checklist coding_style review_preferences oncall_runbook db_conventions
 api_guidelines release_notes team_contacts incident_postmortem sprint_goals customer_context
-tooling_setup branch_policy test_strategy""".split()
+tooling_setup branch_policy test_strategy"""
+_TOPICS = _TOPIC_TEXT.split()
 _TYPES = ("general", "feedback", "reference", "user")
 
 
@@ -241,9 +256,9 @@ class Runner:
         self.raw_versions[i] = version
 
 
-def _timed(stats: Stats, op: Callable[[], None]) -> None:
+def _timed(stats: Stats, op: Callable[[int, Save], None], i: int, save: Save) -> None:
     start = time.perf_counter_ns()
-    op()
+    op(i, save)
     stats.latencies_ns.append(time.perf_counter_ns() - start)
 
 
@@ -260,7 +275,7 @@ def run_workload(runner: Runner, items: list[tuple[int, Save]], update: bool) ->
         order = PATHS[chunk_number % 3:] + PATHS[:chunk_number % 3]  # rotate who goes first
         for path in order:
             for i, save in chunk:
-                _timed(results[path], lambda: ops[path](i, save))
+                _timed(results[path], ops[path], i, save)
     return results
 
 
@@ -347,6 +362,8 @@ def run_breakdown(services: Services, creates: list[Save]) -> list[str]:
                          f"{statistics.median(values) / 1e6:.3f} ms")
         for key, value in sorted(breakdown.counts.items(), key=lambda kv: (kv[0].startswith("  "), kv[0])):
             lines.append(f"    {key:<26} {value / n:.2f} per save")
+    if services.database.dialect == "postgresql":
+        lines.append("    (statements seen by SQLAlchemy's cursor events: pool pre-pings and psycopg's own BEGIN are not in them)")
     return lines
 
 
@@ -359,15 +376,26 @@ def sqlite_database() -> Iterator[str]:
 @contextmanager
 def postgres_database() -> Iterator[str]:
     schema = f"memoryd_bench_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT",
+                          connect_args={"application_name": APPLICATION_NAME})
     with admin.connect() as conn:
         conn.execute(text(f'CREATE SCHEMA "{schema}"'))
     try:
-        yield f"{POSTGRES_URL}?options=-csearch_path%3D{schema}"
+        yield f"{POSTGRES_URL}?options=-csearch_path%3D{schema}&application_name={APPLICATION_NAME}"
     finally:
         with admin.connect() as conn:
             conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
         admin.dispose()
+
+
+def other_sessions(services: Services) -> int:
+    """Client sessions on the same PostgreSQL database besides this process's own (0 on SQLite)."""
+    if services.database.dialect != "postgresql":
+        return 0
+    query = text("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                 "AND backend_type = 'client backend' AND application_name <> :ours")
+    with services.database.read() as conn:
+        return int(conn.execute(query, {"ours": APPLICATION_NAME}).scalar_one())
 
 
 def server_version(services: Services) -> str:
@@ -383,19 +411,20 @@ def server_version(services: Services) -> str:
 
 def bench_backend(backend: str, count: int, breakdown: bool) -> tuple[list[tuple[str, str, Stats, float]], list[str]]:
     creates, updates = make_workload(count, SEED)
-    warm_creates, warm_updates = make_workload(WARMUP, SEED + 1)
+    warm_creates, _ = make_workload(WARMUP, SEED + 1)
     factory = sqlite_database if backend == "sqlite" else postgres_database
     with factory() as url:
         services = build_services(Config(storage=StorageSettings(database_url=url)))
         try:
             migrate.upgrade(services.database)
-            notes = [f"{backend}: {server_version(services)}"]
+            notes = [f"{backend}: {server_version(services)}; dispatcher {type(services.bus.dispatcher).__name__}"]
             # Warm-up on its own names and indices (never counted).
             warm = Runner(services)
             warm.ours_ns, warm.raw_ns, warm.events_ns = (Namespace("user", f"warm-{p}") for p in ("ours", "raw", "events"))
             run_workload(warm, list(enumerate(warm_creates)), update=False)
             runner = Runner(services)
             rows = []
+            others_before = other_sessions(services)
             started = time.perf_counter()
             for workload, items, update in (("create", list(enumerate(creates)), False), ("update", updates, True)):
                 stats = run_workload(runner, items, update)
@@ -403,6 +432,10 @@ def bench_backend(backend: str, count: int, breakdown: bool) -> tuple[list[tuple
                 for path in PATHS:
                     rows.append((workload, path, stats[path], ours / stats[path].per_second))
             notes.append(f"{backend}: side-by-side run took {time.perf_counter() - started:.1f} s")
+            if backend == "postgres":
+                notes.append(f"{backend}: other client sessions on the database before/after: {others_before}/"
+                             f"{other_sessions(services)} (appends share one advisory lock key database-wide, "
+                             "so other memoryd writers in any schema can queue ours)")
             if breakdown:
                 notes.append(f"{backend}: memoryd breakdown (separate instrumented pass, overhead included):")
                 notes.extend(run_breakdown(services, creates))
@@ -419,10 +452,30 @@ def environment() -> list[str]:
     import psycopg
 
     return [
-        f"python {platform.python_version()} ({platform.python_implementation()}), "
-        f"SQLAlchemy {sqlalchemy.__version__}, psycopg {psycopg.__version__}, sqlite3 lib {sqlite3.sqlite_version}",
+        (f"python {platform.python_version()} ({platform.python_implementation()}), "
+         f"SQLAlchemy {sqlalchemy.__version__}, psycopg {psycopg.__version__}, sqlite3 lib {sqlite3.sqlite_version}"),
         f"nproc {nproc}, {platform.system()} {platform.release()} {platform.machine()}",
+        _load(),
+        _revision(),
     ]
+
+
+def _revision() -> str:
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.split("\n")
+    except (OSError, subprocess.CalledProcessError):
+        return "code: not a git checkout"
+    changed = [line[3:] for line in dirty if line.strip() and not line[3:].startswith("bench/")]
+    return f"code: git {head}" + (f" + uncommitted changes in {len(changed)} files" if changed else "")
+
+
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} (other work on the machine skews absolute numbers more than ratios)"
 
 
 def print_table(results: list[tuple[str, str, str, Stats, float]]) -> None:
@@ -458,6 +511,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print_table(results)
     print()
+    notes.append(_load().replace("load average", "load average at the end:", 1).split(" (")[0])
     for note in notes:
         print("# " + note if not note.startswith("  ") else "#" + note)
     return 0
