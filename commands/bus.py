@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from commands.handlers import HANDLERS, Dependencies, Outcome
-from commands.model import Command
+from commands.handlers import HANDLERS, Dependencies, Outcome, save_many
+from commands.model import Command, SaveMemory
 from events.idempotency import IdempotencyClaim, IdempotencyKeys
 from events.types import EventMetadata
 
@@ -28,3 +28,10 @@ class CommandBus:
         outcome = HANDLERS[type(command)](command, metadata, self.deps, take_key)
         self.dispatcher.appended(outcome.position)
         return outcome
+
+    def handle_many(self, commands: list[SaveMemory], metadata: EventMetadata) -> list[Outcome]:
+        """Save a batch in one transaction (bulk imports), then tell the projections once."""
+        outcomes = save_many(commands, metadata, self.deps)
+        if outcomes:
+            self.dispatcher.appended(outcomes[-1].position)
+        return outcomes

@@ -19,7 +19,15 @@ from sqlalchemy import Connection
 
 from commands.model import Command, DeleteMemory, DeleteMemoryById, SaveMemory
 from events.store import ConcurrencyConflict, EventStore
-from events.types import EventMetadata, MemoryDeleted, MemoryEvent, MemorySaved, MemoryUpdated, memory_stream_id
+from events.types import (
+    EventMetadata,
+    MemoryDeleted,
+    MemoryEvent,
+    MemorySaved,
+    MemoryUpdated,
+    RecordedEvent,
+    memory_stream_id,
+)
 from memoryd.domain import DEFAULT_TYPE, Memory, Namespace, utc_timestamp
 from memoryd.errors import Conflict, NotFound
 
@@ -52,19 +60,27 @@ class Outcome:
 
 def save_memory(command: SaveMemory, metadata: EventMetadata, deps: Dependencies, claim: Claim = None) -> Outcome:
     stream_id = memory_stream_id(command.name, command.namespace.scope, command.namespace.scope_id)
+    return _decide_and_append(stream_id, lambda current: _decide_save(command, current, deps), metadata, deps, claim)
 
-    def decide(current: Memory | None) -> MemoryEvent:
-        now = deps.clock()
-        if current is None:
-            ns = command.namespace
-            memory = Memory(deps.new_id(), command.name, command.description, command.type or DEFAULT_TYPE,
-                            ns.scope, ns.scope_id, command.content, now, now)
-            return MemorySaved(memory)
-        changed = replace(current, description=command.description, content=command.content,
-                          type=command.type or current.type, updated=now)
-        return MemoryUpdated(changed)
 
-    return _decide_and_append(stream_id, decide, metadata, deps, claim)
+def _decide_save(command: SaveMemory, current: Memory | None, deps: Dependencies) -> MemoryEvent:
+    now = deps.clock()
+    if current is None:
+        ns = command.namespace
+        memory = Memory(deps.new_id(), command.name, command.description, command.type or DEFAULT_TYPE,
+                        ns.scope, ns.scope_id, command.content, now, now)
+        return MemorySaved(memory)
+    changed = replace(current, description=command.description, content=command.content,
+                      type=command.type or current.type, updated=now)
+    return MemoryUpdated(changed)
+
+
+def _current(last: RecordedEvent | None) -> Memory | None:
+    """A stream's state: the memory its newest event left, or None if deleted or new."""
+    if last is None:
+        return None
+    event = last.to_domain()
+    return None if isinstance(event, MemoryDeleted) else event.memory
 
 
 def delete_memory(command: DeleteMemory, metadata: EventMetadata, deps: Dependencies, claim: Claim = None) -> Outcome:
@@ -105,10 +121,7 @@ def _decide_and_append(
     for attempt in range(MAX_ATTEMPTS):
         last = deps.store.last_event(stream_id)
         version = last.stream_version if last else 0
-        current = None
-        if last is not None and not isinstance(state := last.to_domain(), MemoryDeleted):
-            current = state.memory
-        event = decide(current)
+        event = decide(_current(last))
         try:
             position = deps.store.append(stream_id, version, [event], metadata, claim)
         except ConcurrencyConflict:
@@ -126,3 +139,31 @@ HANDLERS: dict[type, Handler] = {  # type: ignore[type-arg]
     DeleteMemory: delete_memory,
     DeleteMemoryById: delete_memory_by_id,
 }
+
+
+def save_many(commands: list[SaveMemory], metadata: EventMetadata, deps: Dependencies) -> list[Outcome]:
+    """Save a batch in one transaction (bulk imports): decided together, appended together.
+
+    A memory saved twice in one batch is created, then updated. If another
+    writer touched any of the batch's memories meanwhile, the whole batch is
+    decided again.
+    """
+    for attempt in range(MAX_ATTEMPTS):
+        streams = [memory_stream_id(c.name, c.namespace.scope, c.namespace.scope_id) for c in commands]
+        latest = deps.store.last_events(set(streams))
+        versions = {stream: (event.stream_version if event else 0) for stream, event in latest.items()}
+        state = {stream: _current(event) for stream, event in latest.items()}
+        appends, created = [], []
+        for command, stream in zip(commands, streams):
+            event = _decide_save(command, state[stream], deps)
+            state[stream] = event.memory
+            versions[stream] += 1
+            appends.append((stream, versions[stream], event))
+            created.append(isinstance(event, MemorySaved))
+        try:
+            positions = deps.store.append_many(appends, metadata)
+        except ConcurrencyConflict:
+            time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
+            continue
+        return [Outcome(event.memory, new, position) for (_, _, event), new, position in zip(appends, created, positions)]
+    raise Conflict("too many concurrent writes during the batch; try again")

@@ -52,19 +52,18 @@ class EventStore:
         ``claim`` runs inside the same transaction with the new position (to take
         an idempotency key); if it raises, nothing is appended.
         """
-        recorded_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
-        rows = [
-            {
-                "stream_id": stream_id,
-                "stream_version": expected_version + offset,
-                "event_type": event.event_type,
-                "schema_version": event.schema_version,
-                "payload": event.payload(),
-                "meta": metadata.to_dict(),
-                "recorded_at": recorded_at,
-            }
-            for offset, event in enumerate(new_events, start=1)
-        ]
+        appends = [(stream_id, expected_version + offset, event) for offset, event in enumerate(new_events, start=1)]
+        return self.append_many(appends, metadata, claim)[-1]
+
+    def append_many(
+        self,
+        appends: Sequence[tuple[str, int, MemoryEvent]],
+        metadata: EventMetadata,
+        claim: Callable[[Connection, int], None] | None = None,
+    ) -> list[int]:
+        """Append ``(stream_id, version, event)`` rows in one transaction: all or none."""
+        recorded_at = _now()
+        rows = [_row(stream_id, version, event, metadata, recorded_at) for stream_id, version, event in appends]
         try:
             with self.database.write() as conn:
                 self._order_appends(conn)
@@ -72,8 +71,21 @@ class EventStore:
                 if claim is not None:
                     claim(conn, positions[-1])
         except IntegrityError as error:
-            raise ConcurrencyConflict(f"stream {stream_id} is past version {expected_version}") from error
-        return positions[-1]
+            streams = sorted({stream_id for stream_id, _, _ in appends})
+            raise ConcurrencyConflict(f"another writer moved {', '.join(streams[:3])} first") from error
+        return positions
+
+    def last_events(self, stream_ids: set[str]) -> dict[str, RecordedEvent | None]:
+        """The newest event of each stream (None for a new stream), in one read."""
+        newest = (select(events.c.stream_id, func.max(events.c.stream_version).label("version"))
+                  .where(events.c.stream_id.in_(stream_ids)).group_by(events.c.stream_id).subquery())
+        query = select(events).join(newest, (events.c.stream_id == newest.c.stream_id)
+                                    & (events.c.stream_version == newest.c.version))
+        found: dict[str, RecordedEvent | None] = dict.fromkeys(stream_ids)
+        with self.database.read() as conn:
+            for row in conn.execute(query):
+                found[row.stream_id] = _recorded(row)
+        return found
 
     def last_event(self, stream_id: str) -> RecordedEvent | None:
         """The newest event of a stream: it alone holds the stream's state."""
@@ -110,6 +122,22 @@ class EventStore:
         if conn.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:class, hashtext(current_schema()))"),
                          {"class": APPEND_LOCK_CLASS})
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _row(stream_id: str, version: int, event: MemoryEvent, metadata: EventMetadata, recorded_at: str) -> dict[str, Any]:
+    return {
+        "stream_id": stream_id,
+        "stream_version": version,
+        "event_type": event.event_type,
+        "schema_version": event.schema_version,
+        "payload": event.payload(),
+        "meta": metadata.to_dict(),
+        "recorded_at": recorded_at,
+    }
 
 
 def _recorded(row: Row[Any]) -> RecordedEvent:

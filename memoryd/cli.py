@@ -7,6 +7,8 @@ file, else the default SQLite file.
 
 from __future__ import annotations
 
+import sys
+import time
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar, cast
@@ -141,14 +143,28 @@ def projections() -> None:
 
 
 @projections.command("rebuild")
+@click.argument("which", type=click.Choice(["all", "table", "search"]), default="all")
 @_reported
-def rebuild() -> None:
-    """Replay the whole event log into a fresh structured_memories table."""
+def rebuild(which: str) -> None:
+    """Replay the whole event log into fresh read models.
+
+    table: the structured_memories table, in one transaction (readers see the
+    old table until it commits). search: the BM25 index, stored as the
+    snapshot that API processes and workers start from.
+    """
     services = _services()
-    position = services.projector.rebuild(services.memory_table)
-    with services.database.read() as conn:
-        count = count_memories(conn, MemoryFilter())
-    click.echo(f"rebuilt structured_memories from the log up to position {position}: {count} memories")
+    if which in ("all", "table"):
+        position = services.projector.rebuild(services.memory_table)
+        with services.database.read() as conn:
+            count = count_memories(conn, MemoryFilter())
+        click.echo(f"rebuilt structured_memories from the log up to position {position}: {count} memories")
+    if which in ("all", "search"):
+        started = time.perf_counter()
+        with click.progressbar(length=services.store.head_position(), label="indexing", file=sys.stderr) as bar:
+            index = services.search.rebuild(bar.update)
+        position = services.search.save_snapshot()
+        click.echo(f"rebuilt the search index from the log up to position {position}: {len(index)} memories "
+                   f"in {time.perf_counter() - started:.1f} s (snapshot stored)")
 
 
 def _split(values: str) -> list[str]:
@@ -206,3 +222,42 @@ def status(as_json: bool) -> None:
         click.echo(f"queue {queue['name']}: {queue['error']}")
     else:
         click.echo(f"queue {queue['name']}: {queue['depth']} waiting, {queue['failed_jobs']} failed")
+
+
+@main.group()
+def memories() -> None:
+    """Bulk import and export (JSON Lines, one memory per line)."""
+
+
+@memories.command("import")
+@click.argument("source", type=click.Path(exists=True, dir_okay=False))
+@click.option("--batch", "batch_size", default=500, show_default=True, help="Memories per transaction.")
+@_reported
+def import_(source: str, batch_size: int) -> None:
+    """Save each line's memory as an ordinary save event (checked whole before anything is written).
+
+    Each line: {"name", "content", "description", "type"?, "scope"? (default global), "scope_id"?}.
+    """
+    from memoryd.transfer import import_memories, read_commands
+
+    services = _services()
+    with open(source, encoding="utf-8") as lines:
+        total = sum(1 for _ in read_commands(lines))  # validate everything first: all or nothing
+    with open(source, encoding="utf-8") as lines, click.progressbar(length=total, label="importing",
+                                                                      file=sys.stderr) as bar:
+        created, updated = import_memories(services, lines, batch_size, bar.update)
+    services.projector.catch_up()
+    click.echo(f"imported {total} memories: {created} created, {updated} updated")
+
+
+@memories.command("export")
+@click.argument("target", type=click.File("w", encoding="utf-8"), default="-")
+@_reported
+def export(target: Any) -> None:
+    """Write every current memory as JSON Lines (to TARGET, default standard output)."""
+    from memoryd.transfer import export_memories
+
+    services = _services()
+    services.projector.catch_up()
+    count = export_memories(services, target)
+    click.echo(f"exported {count} memories", err=True)

@@ -64,6 +64,7 @@ class SearchSettings:
 
     k1: float = 1.5
     b: float = 0.75
+    snapshot_every: int = 10_000  # workers store a new index snapshot after this many events
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,7 @@ _KEYS = (
     _Key("workers", "catch_up_interval_ms", _integer(50, 3_600_000), "MEMORYD_CATCH_UP_INTERVAL_MS"),
     _Key("search", "k1", _number(0.0, 10.0)),
     _Key("search", "b", _number(0.0, 1.0)),
+    _Key("search", "snapshot_every", _integer(1)),
 )
 _SECTIONS = {"memory": MemorySettings, "server": ServerSettings, "storage": StorageSettings, "workers": WorkerSettings,
              "search": SearchSettings}

@@ -17,6 +17,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -127,4 +128,15 @@ projection_gaps = Table(
     Column("reason", Text, nullable=False),
     Column("recorded_at", String(19), nullable=False),
     UniqueConstraint("projection", "first_position", name="uq_projection_gaps_start"),
+)
+
+# The newest search index, serialized, so a starting process loads it instead of
+# replaying the whole log (it then follows the log from ``position``).
+search_snapshots = Table(
+    "search_snapshots",
+    metadata,
+    Column("snapshot_id", Integer, primary_key=True, autoincrement=True),
+    Column("position", BigInteger, nullable=False),
+    Column("created", String(19), nullable=False),
+    Column("data", LargeBinary, nullable=False),
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,12 @@ class MemoryFilter:
 def list_memories(conn: Connection, where: MemoryFilter, limit: int) -> list[dict[str, Any]]:
     query = _filtered(select(memories), where).order_by(memories.c.updated.desc(), memories.c.memory_id).limit(limit)
     return [dict(row._mapping) for row in conn.execute(query)]
+
+
+def iter_memories(conn: Connection, page: int = 1_000) -> Iterator[dict[str, Any]]:
+    """Every memory, streamed in pages (exports)."""
+    for row in conn.execution_options(yield_per=page).execute(select(memories).order_by(memories.c.memory_id)):
+        yield dict(row._mapping)
 
 
 def count_memories(conn: Connection, where: MemoryFilter) -> int:

@@ -1,11 +1,12 @@
 """This process's search index, fed from the log and rebuildable with an atomic swap.
 
-Each API process holds its own ``SearchIndex``. It is built from the log on
-first use and brought up to the head of the log before every search, so a
-search always sees every committed write (one indexed range read when there
-is nothing new). A rebuild fills a fresh index from the log while the old one
-keeps serving, catches it up, then swaps it in: readers never see an empty or
-half-built index.
+Each API process holds its own ``SearchIndex``. On first use it loads the
+newest snapshot (which workers and ``memoryd projections rebuild search``
+write) or starts empty, then follows the log: before every search it applies
+whatever was committed since, so a search always sees every committed write
+(one indexed range read when there is nothing new). A rebuild fills a fresh
+index from the log while the old one keeps serving, catches it up, then swaps
+it in: readers never see an empty or half-built index.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from collections.abc import Callable
 
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, delete, func, insert, select
 
 from events.store import EventStore
+from memoryd.domain import utc_timestamp
+from memoryd.schema import search_snapshots
 from projections.queries import MemoryFilter, memories_in_order
 from projections.search_index import Hit, SearchIndex
 
@@ -43,14 +46,33 @@ class SearchService:
         """The live index, with every event committed so far applied."""
         with self._following:
             if self._index is None:
-                self._index = SearchIndex(self.k1, self.b)
+                self._index = self._newest_snapshot() or SearchIndex(self.k1, self.b)
             self._feed(self._index)
             return self._index
+
+    def save_snapshot(self) -> int:
+        """Store the caught-up index for other processes to start from; keep only the newest."""
+        blob = (index := self.catch_up()).to_bytes()
+        with self.store.database.write() as conn:
+            conn.execute(insert(search_snapshots).values(position=index.position, created=utc_timestamp(), data=blob))
+            conn.execute(delete(search_snapshots).where(search_snapshots.c.position < index.position))
+        return index.position
+
+    def snapshot_position(self) -> int:
+        with self.store.database.read() as conn:
+            return int(conn.execute(select(func.coalesce(func.max(search_snapshots.c.position), 0))).scalar_one())
+
+    def _newest_snapshot(self) -> SearchIndex | None:
+        query = select(search_snapshots.c.data).order_by(search_snapshots.c.position.desc()).limit(1)
+        with self.store.database.read() as conn:
+            blob = conn.execute(query).scalar()
+        return SearchIndex.from_bytes(blob, self.k1, self.b) if blob is not None else None
 
     def rebuild(self, progress: Progress | None = None) -> SearchIndex:
         """Build a fresh index from the whole log, then swap it in once caught up."""
         fresh = SearchIndex(self.k1, self.b)
-        self._feed(fresh, progress)  # the live index keeps serving meanwhile
+        with fresh.bulk():
+            self._feed(fresh, progress)  # the live index keeps serving meanwhile
         with self._following:
             self._feed(fresh, progress)  # what was written during the rebuild
             self._index = fresh

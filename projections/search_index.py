@@ -22,9 +22,13 @@ below it does nothing, so redelivery is harmless.
 
 from __future__ import annotations
 
+import io
+import json
 import threading
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from itertools import chain, repeat
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,6 +42,24 @@ TYPE_CODES = {memory_type: code for code, memory_type in enumerate(MEMORY_TYPES)
 ALL_TYPES = len(MEMORY_TYPES)  # the counters' last column sums every type
 MERGE_FRACTION = 0.10  # merge a namespace's delta once it holds this share of its postings
 MERGE_MINIMUM = 4_096
+
+
+def _joined(strings: Iterable[str]) -> np.ndarray:
+    return np.frombuffer("\n".join(strings).encode(), np.uint8)
+
+
+def _split(array: np.ndarray) -> list[str]:
+    text = array.tobytes().decode()
+    return text.split("\n") if text else []
+
+
+def _frequencies(counts: np.ndarray) -> np.ndarray:
+    """Term frequencies as stored: uint16, saturating (only a giant description could exceed it)."""
+    return np.minimum(counts, 65_535).astype(np.uint16)
+
+
+def _concatenated(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+    return np.concatenate(parts).astype(dtype) if parts else np.empty(0, dtype)
 
 
 @dataclass(frozen=True)
@@ -72,7 +94,7 @@ class _Namespace:
                 parts.append((self.slots[start:end], self.freqs[start:end]))
             if (pending := self.delta.get(term_id)) is not None:
                 pairs = np.asarray(pending, np.int64).reshape(-1, 2)
-                parts.append((pairs[:, 0].astype(np.int32), pairs[:, 1].astype(np.uint16)))
+                parts.append((pairs[:, 0].astype(np.int32), _frequencies(pairs[:, 1])))
             if not parts:
                 result.append(None)
             elif len(parts) == 1:
@@ -83,15 +105,12 @@ class _Namespace:
 
     def merge(self, alive: np.ndarray) -> None:
         """Fold the delta into a new segment, dropping tombstoned slots."""
-        counts = np.diff(self.offsets)
-        terms = [np.repeat(self.terms, counts)]
-        slots, freqs = [self.slots], [self.freqs]
-        for term_id, pending in self.delta.items():
-            pairs = np.asarray(pending, np.int64).reshape(-1, 2)
-            terms.append(np.full(len(pairs), term_id, np.int64))
-            slots.append(pairs[:, 0].astype(np.int32))
-            freqs.append(pairs[:, 1].astype(np.uint16))
-        all_terms, all_slots, all_freqs = np.concatenate(terms), np.concatenate(slots), np.concatenate(freqs)
+        pending_terms = np.fromiter(
+            chain.from_iterable(repeat(term_id, len(pending) // 2) for term_id, pending in self.delta.items()), np.int64)
+        pairs = np.fromiter(chain.from_iterable(self.delta.values()), np.int64).reshape(-1, 2)
+        all_terms = np.concatenate([np.repeat(self.terms, np.diff(self.offsets)), pending_terms])
+        all_slots = np.concatenate([self.slots, pairs[:, 0].astype(np.int32)])
+        all_freqs = np.concatenate([self.freqs, _frequencies(pairs[:, 1])])
         live = alive[all_slots]
         all_terms, all_slots, all_freqs = all_terms[live], all_slots[live], all_freqs[live]
         order = np.lexsort((all_slots, all_terms))
@@ -118,6 +137,7 @@ class SearchIndex:
         self._type = np.zeros(1024, np.uint8)
         self._alive = np.zeros(1024, bool)
         self._namespace_of: list[_Namespace | None] = []
+        self._bulk = False
 
     # -- maintenance -----------------------------------------------------------
 
@@ -135,6 +155,18 @@ class SearchIndex:
     def apply_all(self, recorded: Iterable[RecordedEvent]) -> None:
         for event in recorded:
             self.apply(event)
+
+    @contextmanager
+    def bulk(self) -> Iterator[None]:
+        """Defer merging deltas until the end (a rebuild: one merge instead of dozens)."""
+        self._bulk = True
+        try:
+            yield
+        finally:
+            self._bulk = False
+            with self._lock:
+                for namespace in self._namespaces.values():
+                    namespace.merge(self._alive)
 
     def __len__(self) -> int:
         return len(self._slot_of)
@@ -154,15 +186,15 @@ class SearchIndex:
         self._namespace_of.append(namespace)
         self._slot_of[memory.memory_id] = slot
         self._length[slot], self._type[slot], self._alive[slot] = len(words), type_code, True
-        vocabulary = self._vocabulary
+        vocabulary, delta = self._vocabulary, namespace.delta
         for word, frequency in Counter(words).items():
             term_id = vocabulary.setdefault(word, len(vocabulary))
-            namespace.delta.setdefault(term_id, []).extend((slot, min(frequency, 65_535)))
+            delta.setdefault(term_id, []).extend((slot, frequency))
         namespace.delta_size += len(words)
         for column in (type_code, ALL_TYPES):
             namespace.documents[column] += 1
             namespace.lengths[column] += len(words)
-        if namespace.delta_size > max(MERGE_MINIMUM, MERGE_FRACTION * len(namespace.slots)):
+        if not self._bulk and namespace.delta_size > max(MERGE_MINIMUM, MERGE_FRACTION * len(namespace.slots)):
             namespace.merge(self._alive)
 
     def _remove(self, memory_id: str) -> None:
@@ -187,6 +219,67 @@ class SearchIndex:
         alive = np.zeros(size, bool)
         alive[: len(self._alive)] = self._alive
         self._alive = alive
+
+    # -- snapshots -------------------------------------------------------------
+
+    def to_bytes(self) -> bytes:
+        """The whole index as one ``.npz`` blob (no pickle), to start other processes fast."""
+        with self._lock:
+            namespaces = list(self._namespaces.items())
+            for _, namespace in namespaces:
+                namespace.merge(self._alive)
+            number = {id(namespace): index for index, (_, namespace) in enumerate(namespaces)}
+            slots = len(self._memory_ids)
+            arrays = {
+                "position": np.array([self.position], np.int64),
+                "words": _joined(self._vocabulary),
+                "memory_ids": _joined(memory_id or "" for memory_id in self._memory_ids),
+                "updated": _joined(self._updated),
+                "length": self._length[:slots], "type": self._type[:slots], "alive": self._alive[:slots],
+                "namespace_of": np.array([number[id(ns)] if ns is not None else -1 for ns in self._namespace_of], np.int32),
+                "keys": np.frombuffer(json.dumps([key for key, _ in namespaces]).encode(), np.uint8),
+                "term_counts": np.array([len(ns.terms) for _, ns in namespaces], np.int64),
+                "posting_counts": np.array([len(ns.slots) for _, ns in namespaces], np.int64),
+                "terms": _concatenated([ns.terms for _, ns in namespaces], np.int64),
+                "term_postings": _concatenated([np.diff(ns.offsets) for _, ns in namespaces], np.int64),
+                "slots": _concatenated([ns.slots for _, ns in namespaces], np.int32),
+                "freqs": _concatenated([ns.freqs for _, ns in namespaces], np.uint16),
+                "documents": np.array([ns.documents for _, ns in namespaces], np.int64).reshape(-1, ALL_TYPES + 1),
+                "lengths": np.array([ns.lengths for _, ns in namespaces], np.int64).reshape(-1, ALL_TYPES + 1),
+            }
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        return buffer.getvalue()
+
+    @classmethod
+    def from_bytes(cls, blob: bytes, k1: float = K1, b: float = B) -> SearchIndex:
+        data = np.load(io.BytesIO(blob), allow_pickle=False)
+        index = cls(k1, b)
+        index.position = int(data["position"][0])
+        words = _split(data["words"])
+        index._vocabulary = {word: term_id for term_id, word in enumerate(words)}
+        memory_ids = _split(data["memory_ids"])
+        index._memory_ids = [memory_id or None for memory_id in memory_ids]
+        index._updated = _split(data["updated"])
+        index._length, index._type, index._alive = data["length"].copy(), data["type"].copy(), data["alive"].copy()
+        index._grow(len(memory_ids) + 1)
+        keys = [tuple(key) for key in json.loads(data["keys"].tobytes().decode())]
+        term_ends, posting_ends = np.cumsum(data["term_counts"]), np.cumsum(data["posting_counts"])
+        namespaces = []
+        for number, key in enumerate(keys):
+            namespace = _Namespace()
+            t0, t1 = (term_ends[number - 1] if number else 0), term_ends[number]
+            p0, p1 = (posting_ends[number - 1] if number else 0), posting_ends[number]
+            namespace.terms = data["terms"][t0:t1].copy()
+            namespace.offsets = np.concatenate([[0], np.cumsum(data["term_postings"][t0:t1])]).astype(np.int64)
+            namespace.slots, namespace.freqs = data["slots"][p0:p1].copy(), data["freqs"][p0:p1].copy()
+            namespace.documents, namespace.lengths = data["documents"][number].copy(), data["lengths"][number].copy()
+            index._namespaces[key] = namespace  # type: ignore[index]
+            index._by_scope.setdefault(key[0], []).append(namespace)
+            namespaces.append(namespace)
+        index._namespace_of = [namespaces[n] if n >= 0 else None for n in data["namespace_of"].tolist()]
+        index._slot_of = {memory_id: slot for slot, memory_id in enumerate(index._memory_ids) if memory_id}
+        return index
 
     # -- queries ---------------------------------------------------------------
 
@@ -228,7 +321,7 @@ class SearchIndex:
                     bucket.append(found)
         slot_parts, score_parts = [], []
         k1, b = self.k1, self.b
-        for repeat, bucket in zip(repeats.tolist(), per_term):
+        for times, bucket in zip(repeats.tolist(), per_term):
             if not bucket:
                 continue
             slots = np.concatenate([part[0] for part in bucket]) if len(bucket) > 1 else bucket[0][0]
@@ -240,7 +333,7 @@ class SearchIndex:
             if not len(slots):
                 continue
             frequency = len(slots)
-            weight = repeat * idf(documents, frequency)
+            weight = times * idf(documents, frequency)
             norm = k1 * (1 - b + b * self._length[slots] / average_length)
             slot_parts.append(slots)
             score_parts.append(weight * freqs * (k1 + 1) / (freqs + norm))

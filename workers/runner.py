@@ -3,7 +3,9 @@
 The RQ worker runs catch-up jobs as they are enqueued. Beside it a thread
 catches up on a fixed interval, whether or not jobs arrive, so a lost job,
 a worker killed mid-job or Redis being down delays projection by at most one
-interval and never loses an event. Any number of workers may run: catch-ups
+interval and never loses an event. The same thread stores a fresh search
+index snapshot whenever the log has moved ``search.snapshot_every`` events
+past the last one, so API processes start without replaying the whole log. Any number of workers may run: catch-ups
 of one projection queue on its checkpoint row, so none applies an event twice.
 """
 
@@ -28,6 +30,7 @@ class PeriodicCatchUp(threading.Thread):
         super().__init__(name="memoryd-catch-up", daemon=True)
         self.services = services
         self.interval = interval
+        self.snapshot_every = services.config.search.snapshot_every
         self.stopped = threading.Event()
 
     def run(self) -> None:
@@ -35,6 +38,9 @@ class PeriodicCatchUp(threading.Thread):
             try:
                 self.services.projector.catch_up()
                 self.services.idempotency.purge_expired()
+                search = self.services.search
+                if self.services.store.head_position() - search.snapshot_position() >= self.snapshot_every:
+                    search.save_snapshot()
             except Exception:
                 log.exception("periodic catch-up failed; retrying in %.1f s", self.interval)
 
