@@ -53,6 +53,22 @@ def _split(array: np.ndarray) -> list[str]:
     return text.split("\n") if text else []
 
 
+def _cut(scores: np.ndarray, limit: int, block: int = 512) -> float:
+    """A score at or below the ``limit``-th best: the ``limit``-th best of the blocks' maxima.
+
+    Those maxima are ``limit`` distinct scores, so at least ``limit`` scores reach
+    the cut; keeping everything at or above it keeps every tie. Cheaper than a
+    partition of all scores, and it leaves few candidates to sort exactly.
+    """
+    blocks = -(-len(scores) // block)
+    padded = np.zeros(blocks * block)
+    padded[: len(scores)] = scores
+    maxima = padded.reshape(blocks, block).max(axis=1)
+    if blocks <= limit:
+        return float(min(maxima.min(), np.partition(scores, len(scores) - limit)[len(scores) - limit]))
+    return float(np.partition(maxima, blocks - limit)[blocks - limit])
+
+
 def _frequencies(counts: np.ndarray) -> np.ndarray:
     """Term frequencies as stored: uint16, saturating (only a giant description could exceed it)."""
     return np.minimum(counts, 65_535).astype(np.uint16)
@@ -71,7 +87,7 @@ class Hit:
 class _Namespace:
     """The postings of one ``(scope, scope_id)``: a CSR segment plus a delta."""
 
-    __slots__ = ("terms", "offsets", "slots", "freqs", "delta", "delta_size", "documents", "lengths")
+    __slots__ = ("terms", "offsets", "slots", "freqs", "delta", "delta_size", "documents", "lengths", "tombstones")
 
     def __init__(self) -> None:
         self.terms = np.empty(0, np.int64)  # sorted term ids in the segment
@@ -82,6 +98,7 @@ class _Namespace:
         self.delta_size = 0
         self.documents = np.zeros(ALL_TYPES + 1, np.int64)  # live documents per type, and in all
         self.lengths = np.zeros(ALL_TYPES + 1, np.int64)  # their summed lengths
+        self.tombstones = 0  # removed documents whose postings are still stored
 
     def postings(self, term_ids: np.ndarray) -> list[tuple[np.ndarray, np.ndarray] | None]:
         """For each term id: (slots, freqs) in this namespace, or None."""
@@ -117,7 +134,7 @@ class _Namespace:
         all_terms, self.slots, self.freqs = all_terms[order], all_slots[order], all_freqs[order]
         self.terms, starts = np.unique(all_terms, return_index=True)
         self.offsets = np.append(starts, len(all_terms)).astype(np.int64)
-        self.delta, self.delta_size = {}, 0
+        self.delta, self.delta_size, self.tombstones = {}, 0, 0
 
 
 class SearchIndex:
@@ -206,6 +223,7 @@ class SearchIndex:
         for column in (int(self._type[slot]), ALL_TYPES):
             namespace.documents[column] -= 1
             namespace.lengths[column] -= int(self._length[slot])
+        namespace.tombstones += 1
         self._alive[slot] = False
         self._memory_ids[slot] = None
         self._namespace_of[slot] = None
@@ -296,7 +314,7 @@ class SearchIndex:
             average_length = sum(int(ns.lengths[column]) for ns in namespaces) / documents
             repeats = np.array([words[word] for word in words if word in self._vocabulary], np.float64)
             slots, scores = self._score(namespaces, np.array(term_ids, np.int64), repeats, where.type,
-                                        documents, average_length)
+                                        documents, average_length, limit)
             return self._top(slots, scores, limit)
 
     def _select(self, where: MemoryFilter) -> list[_Namespace]:
@@ -313,40 +331,57 @@ class SearchIndex:
         return list(chosen.values())
 
     def _score(self, namespaces: Sequence[_Namespace], term_ids: np.ndarray, repeats: np.ndarray,
-               memory_type: str, documents: int, average_length: float) -> tuple[np.ndarray, np.ndarray]:
+               memory_type: str, documents: int, average_length: float, limit: int) -> tuple[np.ndarray, np.ndarray]:
         per_term: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in term_ids]
         for namespace in namespaces:
             for bucket, found in zip(per_term, namespace.postings(term_ids)):
                 if found is not None:
                     bucket.append(found)
-        slot_parts, score_parts = [], []
         k1, b = self.k1, self.b
+        clean = not memory_type and not any(namespace.tombstones for namespace in namespaces)
+        touched = sum(len(part[0]) for bucket in per_term for part in bucket)
+        slot_count = len(self._memory_ids)
+        dense = touched * 8 > slot_count  # many postings: accumulate into one array over all slots
+        totals = np.zeros(slot_count) if dense else None
+        norms = k1 * (1 - b) + (k1 * b / average_length) * self._length[:slot_count] if dense else None
+        slot_parts, score_parts = [], []
         for times, bucket in zip(repeats.tolist(), per_term):
             if not bucket:
                 continue
             slots = np.concatenate([part[0] for part in bucket]) if len(bucket) > 1 else bucket[0][0]
             freqs = np.concatenate([part[1] for part in bucket]) if len(bucket) > 1 else bucket[0][1]
-            keep = self._alive[slots]
-            if memory_type:
-                keep &= self._type[slots] == TYPE_CODES[memory_type]
-            slots, freqs = slots[keep], freqs[keep].astype(np.float64)
+            if not clean:  # drop tombstoned slots and other types
+                keep = self._alive[slots]
+                if memory_type:
+                    keep &= self._type[slots] == TYPE_CODES[memory_type]
+                slots, freqs = slots[keep], freqs[keep]
             if not len(slots):
                 continue
-            frequency = len(slots)
-            weight = times * idf(documents, frequency)
-            norm = k1 * (1 - b + b * self._length[slots] / average_length)
-            slot_parts.append(slots)
-            score_parts.append(weight * freqs * (k1 + 1) / (freqs + norm))
+            weight = times * idf(documents, len(slots)) * (k1 + 1)
+            tf = freqs.astype(np.float64)
+            if norms is not None:
+                norm = np.take(norms, slots)
+            else:
+                norm = k1 * (1 - b) + (k1 * b / average_length) * np.take(self._length, slots)
+            np.add(norm, tf, out=norm)  # in place: tf * weight / (tf + norm), no temporaries
+            contribution = np.divide(tf, norm, out=tf)
+            contribution *= weight
+            if totals is not None:
+                np.add.at(totals, slots, contribution)
+            else:
+                slot_parts.append(slots)
+                score_parts.append(contribution)
+        if totals is not None:
+            hit = np.flatnonzero(totals >= _cut(totals, limit)) if slot_count > limit else np.flatnonzero(totals)
+            return hit, totals[hit]
         if not slot_parts:
             return np.empty(0, np.int32), np.empty(0, np.float64)
-        slots, scores = np.concatenate(slot_parts), np.concatenate(score_parts)
-        unique, inverse = np.unique(slots, return_inverse=True)
-        return unique, np.bincount(inverse, weights=scores)
+        unique, inverse = np.unique(np.concatenate(slot_parts), return_inverse=True)
+        return unique, np.bincount(inverse, weights=np.concatenate(score_parts))
 
     def _top(self, slots: np.ndarray, scores: np.ndarray, limit: int) -> list[Hit]:
         if len(scores) > limit:
-            threshold = np.partition(scores, len(scores) - limit)[len(scores) - limit]
-            keep = scores >= threshold  # ties at the cut stay in; the tie-break decides below
+            keep = scores >= _cut(scores, limit)  # ties at the cut stay in; the tie-break decides below
             slots, scores = slots[keep], scores[keep]
         ranked = [(float(score), int(slot)) for score, slot in zip(scores.tolist(), slots.tolist()) if score > 0]
         ranked.sort(key=lambda pair: self._memory_ids[pair[1]] or "")
