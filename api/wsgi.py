@@ -15,4 +15,5 @@ from memoryd.logs import configure_logging
 configure_logging()
 _services = build_services(load_config())
 migrate.ensure_ready(_services.database)
+_services.search.warm_up()
 application = create_app(_services.config, _services)

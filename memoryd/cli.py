@@ -75,6 +75,7 @@ def serve(host: str | None, port: int | None) -> None:
     if token:
         click.echo("Created the admin user. Its token (shown only this once):", err=True)
         click.echo(token)
+    services.search.warm_up()
     host, port = host or config.server.host, port or config.server.port
     click.echo(f"memoryd listening on http://{host}:{port} (database: {services.database.url!r})", err=True)
     waitress.serve(create_app(config, services), host=host, port=port, threads=config.server.threads, ident="memoryd")

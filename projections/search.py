@@ -50,6 +50,12 @@ class SearchService:
             self._feed(self._index)
             return self._index
 
+    def warm_up(self) -> threading.Thread:
+        """Load or build the index in the background, so the first search need not wait."""
+        thread = threading.Thread(target=self.catch_up, name="memoryd-search-warm-up", daemon=True)
+        thread.start()
+        return thread
+
     def save_snapshot(self) -> int:
         """Store the caught-up index for other processes to start from; keep only the newest."""
         blob = (index := self.catch_up()).to_bytes()
