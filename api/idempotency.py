@@ -45,7 +45,8 @@ def idempotent(rebuild: Callable[[int], tuple[Response, int]]) -> Callable[[F], 
                 response, status = view(*args, **kwargs)
             except IdempotencyKeyTaken:  # a concurrent request with this key appended first
                 found = services().idempotency.find(claim.user_id, claim.key)
-                assert found is not None, "a taken key is committed with its event"
+                if found is None:  # it expired in between: only possible with a clock jump
+                    raise Conflict(f"{KEY_HEADER} {claim.key!r} is in use; retry the request") from None
                 return _replay(found, claim, rebuild)
             services().idempotency.remember(claim.user_id, claim.key, status, response.get_json())
             return response, status
