@@ -23,6 +23,7 @@ from memoryd.domain import utc_timestamp
 from memoryd.schema import projection_checkpoints, projection_gaps
 
 BATCH_SIZE = 500
+POLL_CAP = 0.008  # seconds between checks while waiting for a position
 log = logging.getLogger(__name__)
 
 
@@ -55,13 +56,13 @@ class Projector:
     def wait_for(self, position: int, timeout: float) -> tuple[bool, int]:
         """Wait (bounded) until every projection has reached ``position``: read-your-writes."""
         deadline = time.monotonic() + timeout
-        delay = 0.002
+        delay = 0.001
         while True:
             reached = min(self.checkpoint(projection.name) for projection in self.projections)
             if reached >= position or time.monotonic() >= deadline:
                 return reached >= position, reached
             time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
-            delay = min(delay * 2, 0.05)
+            delay = min(delay * 2, POLL_CAP)  # a short cap: workers usually finish within milliseconds
 
     def rebuild(self, projection: Projection) -> int:
         """Replay the whole log into a fresh copy in one transaction.
