@@ -19,7 +19,7 @@ from memoryd.bootstrap import Services, build_services
 from memoryd.config import Config, load_config
 from memoryd.errors import MemorydError
 
-from api import admin, health, memories
+from api import admin, health, memories, projects
 from api.openapi import build_openapi
 
 access_log = logging.getLogger("memoryd.access")
@@ -42,6 +42,7 @@ def create_app(config: Config | None = None, services: Services | None = None) -
     app.register_blueprint(memories.blueprint)
     app.register_blueprint(admin.blueprint)
     app.register_blueprint(health.blueprint)
+    app.register_blueprint(projects.blueprint)
     openapi = build_openapi()
     app.add_url_rule("/v1/api/openapi.json", "openapi", lambda: jsonify(openapi))
     _register_error_handlers(app)

@@ -70,6 +70,22 @@ def build_openapi() -> dict[str, Any]:
         "get": _operation("Audit records of saves, updates and deletes, from the log", schemas.AuditPageSchema,
                           query=schemas.AuditQuery),
     })
+    spec.path("/v1/api/admin/projects", operations={
+        "post": _operation("Create a project (201)", schemas.ProjectSchema, body=schemas.CreateProjectRequest,
+                           created=True),
+    })
+    spec.path("/v1/api/admin/projects/{project_id}", operations={
+        "get": _operation("Get a project", schemas.ProjectSchema, path=("project_id",)),
+    })
+    spec.path("/v1/api/admin/projects/{project_id}/members/{user_id}", operations={
+        "put": _operation("Grant or change a member's access", schemas.ProjectSchema, body=schemas.GrantAccessRequest,
+                          path=("project_id", "user_id")),
+        "delete": _operation("Revoke a member's access", schemas.ProjectSchema, path=("project_id", "user_id")),
+    })
+    for action in ("archive", "reactivate"):
+        spec.path(f"/v1/api/admin/projects/{{project_id}}/{action}", operations={
+            "post": _operation(f"{action.capitalize()} a project", schemas.ProjectSchema, path=("project_id",)),
+        })
     return spec.to_dict()
 
 

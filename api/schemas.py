@@ -14,7 +14,7 @@ from typing import Any
 from marshmallow import EXCLUDE, Schema, fields, validate
 from marshmallow import ValidationError as SchemaError
 
-from events.types import EVENT_CLASSES
+from events.types import MEMORY_EVENT_TYPES
 from memoryd.domain import REST_MAX_CONTENT, clean_content, clean_description, clean_name, clean_type_filter
 from memoryd.errors import ValidationError
 
@@ -120,12 +120,21 @@ class AdminSearchQuery(AdminListQuery):
 
 
 class AuditQuery(RequestSchema):
-    action = _text("action", load_default="", validate=validate.OneOf(["", *EVENT_CLASSES], error="action must be one of {choices}"))
+    action = _text("action", load_default="", validate=validate.OneOf(["", *MEMORY_EVENT_TYPES], error="action must be one of {choices}"))
     actor = _text("actor", load_default="")
     memory_id = _text("memory_id", load_default="")
     after = WholeNumber(load_default=0, validate=validate.Range(0, 2**63 - 1, error="after must be a log position (0 or more)"),
                         error_messages={"invalid": "after must be an integer"})
     limit = _limit(100, 1, 1000)
+
+
+class CreateProjectRequest(RequestSchema):
+    name = _text("name", "name is required")
+    owner = _text("owner", "owner is required", metadata={"description": "the owning user's id"})
+
+
+class GrantAccessRequest(RequestSchema):
+    access = _text("access", "access is required", metadata={"description": "read or write"})
 
 
 def _missing(field: str) -> None:
@@ -161,6 +170,21 @@ class DeletedSchema(Schema):
 
 class StatusSchema(Schema):
     status = fields.String(metadata={"example": "ok"})
+
+
+class ProjectMemberSchema(Schema):
+    user_id = fields.String()
+    access = fields.String(metadata={"description": "read or write"})
+
+
+class ProjectSchema(Schema):
+    project_id = fields.String()
+    name = fields.String()
+    owner = fields.String()
+    state = fields.String(metadata={"description": "active or archived"})
+    members = fields.List(fields.Nested(ProjectMemberSchema))
+    created = fields.String()
+    updated = fields.String()
 
 
 class ErrorSchema(Schema):

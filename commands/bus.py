@@ -1,13 +1,38 @@
-"""The command bus: run a command's handler, then tell the projections."""
+"""The command bus: one table from each command to its handler; then tell the projections."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
-from commands.handlers import HANDLERS, Dependencies, Outcome, save_many
-from commands.model import Command, SaveMemory
+from commands.handlers import Dependencies, Outcome, delete_memory, delete_memory_by_id, save_many, save_memory
+from commands.model import DeleteMemory, DeleteMemoryById, SaveMemory
+from commands.projects import (
+    ArchiveProject,
+    CreateProject,
+    GrantProjectAccess,
+    ProjectOutcome,
+    ReactivateProject,
+    RevokeProjectAccess,
+    archive_project,
+    create_project,
+    grant_project_access,
+    reactivate_project,
+    revoke_project_access,
+)
 from events.idempotency import IdempotencyClaim, IdempotencyKeys
 from events.types import EventMetadata
+
+HANDLERS: dict[type, Callable[..., Any]] = {
+    SaveMemory: save_memory,
+    DeleteMemory: delete_memory,
+    DeleteMemoryById: delete_memory_by_id,
+    CreateProject: create_project,
+    GrantProjectAccess: grant_project_access,
+    RevokeProjectAccess: revoke_project_access,
+    ArchiveProject: archive_project,
+    ReactivateProject: reactivate_project,
+}
 
 
 class Dispatcher(Protocol):
@@ -22,11 +47,12 @@ class CommandBus:
         self.dispatcher = dispatcher
         self.keys = keys
 
-    def handle(self, command: Command, metadata: EventMetadata, claim: IdempotencyClaim | None = None) -> Outcome:
+    def handle(self, command: Any, metadata: EventMetadata, claim: IdempotencyClaim | None = None) -> Any:
         """Run the command; with ``claim``, its key is taken atomically with the append."""
         take_key = (lambda conn, position: self.keys.claim(conn, claim, position)) if claim else None
-        outcome = HANDLERS[type(command)](command, metadata, self.deps, take_key)
-        self.dispatcher.appended(outcome.position)
+        outcome: Outcome | ProjectOutcome = HANDLERS[type(command)](command, metadata, self.deps, take_key)
+        if outcome.position is not None:
+            self.dispatcher.appended(outcome.position)
         return outcome
 
     def handle_many(self, commands: list[SaveMemory], metadata: EventMetadata) -> list[Outcome]:

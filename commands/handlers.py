@@ -17,9 +17,10 @@ from typing import Protocol, TypeVar
 
 from sqlalchemy import Connection
 
-from commands.model import Command, DeleteMemory, DeleteMemoryById, SaveMemory
+from commands.model import DeleteMemory, DeleteMemoryById, SaveMemory
 from events.store import ConcurrencyConflict, EventStore
 from events.types import (
+    DomainEvent,
     EventMetadata,
     MemoryDeleted,
     MemoryEvent,
@@ -118,27 +119,30 @@ def _decide_and_append(
     deps: Dependencies,
     claim: Claim,
 ) -> Outcome:
+    event, position = append_decision(stream_id, lambda last: decide(_current(last)), metadata, deps, claim)
+    assert isinstance(event, MemoryEvent)
+    return Outcome(event.memory, created=isinstance(event, MemorySaved), position=position)
+
+
+E = TypeVar("E", bound=DomainEvent)
+
+
+def append_decision(
+    stream_id: str,
+    decide: Callable[[RecordedEvent | None], E],
+    metadata: EventMetadata,
+    deps: Dependencies,
+    claim: Claim = None,
+) -> tuple[E, int]:
+    """Load the stream's newest event, decide, append at that version; on a race, again."""
     for attempt in range(MAX_ATTEMPTS):
         last = deps.store.last_event(stream_id)
-        version = last.stream_version if last else 0
-        event = decide(_current(last))
+        event = decide(last)
         try:
-            position = deps.store.append(stream_id, version, [event], metadata, claim)
+            return event, deps.store.append(stream_id, last.stream_version if last else 0, [event], metadata, claim)
         except ConcurrencyConflict:
             time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
-            continue
-        return Outcome(event.memory, created=isinstance(event, MemorySaved), position=position)
     raise Conflict(f"too many concurrent writes to {stream_id}; try again")
-
-
-C = TypeVar("C", bound=Command)
-Handler = Callable[[C, EventMetadata, Dependencies, Claim], Outcome]
-
-HANDLERS: dict[type, Handler] = {  # type: ignore[type-arg]
-    SaveMemory: save_memory,
-    DeleteMemory: delete_memory,
-    DeleteMemoryById: delete_memory_by_id,
-}
 
 
 def save_many(commands: list[SaveMemory], metadata: EventMetadata, deps: Dependencies) -> list[Outcome]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
-from events.types import EVENT_CLASSES
+from events.types import MEMORY_EVENT_TYPES
 from memoryd.schema import events
 
 
@@ -43,7 +43,7 @@ def list_audit(conn: Connection, query: AuditQuery) -> list[AuditRecord]:
     """Memory events after ``query.after`` in position order, filtered."""
     statement = (
         select(events.c.position, events.c.event_type, events.c.payload, events.c.meta, events.c.recorded_at)
-        .where(events.c.position > query.after, events.c.event_type.in_(EVENT_CLASSES))
+        .where(events.c.position > query.after, events.c.event_type.in_(MEMORY_EVENT_TYPES))
         .order_by(events.c.position)
         .limit(query.limit)
     )

@@ -1,8 +1,10 @@
-"""Memory events: past-tense facts with a schema version.
+"""The events of the log: past-tense facts with a schema version.
 
 Every memory event carries the whole memory after the change; a delete
-carries the row it removed. So a projection never has to read anything but
-the event, and the audit record is exactly what the client was told.
+carries the row it removed. Every project event carries the whole project
+after the change (and the member it concerned). So a projection never has to
+read anything but the event, and the audit record is exactly what the client
+was told.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from memoryd.domain import Memory
+from memoryd.projects import Project
 
 MEMORY_SAVED = "memory.save"
 MEMORY_UPDATED = "memory.update"
@@ -28,6 +31,10 @@ class MemoryEvent:
 
     def payload(self) -> dict[str, Any]:
         return {"memory": self.memory.to_dict()}
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any]) -> MemoryEvent:
+        return cls(memory=Memory.from_dict(payload["memory"]))
 
 
 @dataclass(frozen=True)
@@ -51,8 +58,56 @@ class MemoryDeleted(MemoryEvent):
     event_type: ClassVar[str] = MEMORY_DELETED
 
 
-EVENT_CLASSES: dict[str, type[MemoryEvent]] = {
-    cls.event_type: cls for cls in (MemorySaved, MemoryUpdated, MemoryDeleted)
+@dataclass(frozen=True)
+class ProjectEvent:
+    """Base for project events; ``member`` is the user a grant or revoke concerned."""
+
+    event_type: ClassVar[str]
+    schema_version: ClassVar[int] = 1
+    project: Project
+    member: str = ""
+
+    def payload(self) -> dict[str, Any]:
+        return {"project": self.project.to_dict(), "member": self.member}
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any]) -> ProjectEvent:
+        return cls(project=Project.from_dict(payload["project"]), member=payload.get("member", ""))
+
+
+@dataclass(frozen=True)
+class ProjectCreated(ProjectEvent):
+    event_type: ClassVar[str] = "project.create"
+
+
+@dataclass(frozen=True)
+class ProjectAccessGranted(ProjectEvent):
+    """A member got access, or their access level changed."""
+
+    event_type: ClassVar[str] = "project.grant"
+
+
+@dataclass(frozen=True)
+class ProjectAccessRevoked(ProjectEvent):
+    event_type: ClassVar[str] = "project.revoke"
+
+
+@dataclass(frozen=True)
+class ProjectArchived(ProjectEvent):
+    event_type: ClassVar[str] = "project.archive"
+
+
+@dataclass(frozen=True)
+class ProjectReactivated(ProjectEvent):
+    event_type: ClassVar[str] = "project.reactivate"
+
+
+DomainEvent = MemoryEvent | ProjectEvent
+MEMORY_EVENT_TYPES = (MEMORY_SAVED, MEMORY_UPDATED, MEMORY_DELETED)
+EVENT_CLASSES: dict[str, type[MemoryEvent] | type[ProjectEvent]] = {
+    cls.event_type: cls
+    for cls in (MemorySaved, MemoryUpdated, MemoryDeleted, ProjectCreated, ProjectAccessGranted, ProjectAccessRevoked,
+                ProjectArchived, ProjectReactivated)
 }
 
 
@@ -89,15 +144,19 @@ class RecordedEvent:
     metadata: dict[str, Any]
     recorded_at: str
 
-    def to_domain(self) -> MemoryEvent:
+    def to_domain(self) -> DomainEvent:
         cls = EVENT_CLASSES.get(self.event_type)
         if cls is None or self.schema_version != cls.schema_version:
             raise UnknownEvent(f"no decoder for {self.event_type} v{self.schema_version} at position {self.position}")
-        return cls(memory=Memory.from_dict(self.payload["memory"]))
+        return cls.from_payload(self.payload)
 
 
 class UnknownEvent(Exception):
     """The log holds an event this code cannot read; projecting must stop, not skip."""
+
+
+def project_stream_id(project_id: str) -> str:
+    return f"project:{project_id}"
 
 
 def memory_stream_id(name: str, scope: str, scope_id: str) -> str:

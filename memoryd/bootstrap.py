@@ -20,6 +20,7 @@ from memoryd.config import Config
 from memoryd.db import Database
 from memoryd.directory import TOKEN_SCOPES, Directory
 from projections.memory_table import MemoryTableProjection
+from projections.project_tables import ProjectTablesProjection
 from projections.projector import Projector
 from projections.queries import MemoryLocator
 from projections.search import SearchService
@@ -47,7 +48,7 @@ def build_services(config: Config) -> Services:
     database = Database(config.storage.database_url)
     store = EventStore(database)
     memory_table = MemoryTableProjection()
-    projector = Projector(database, store, [memory_table])
+    projector = Projector(database, store, [memory_table, ProjectTablesProjection()])
     idempotency = IdempotencyKeys(database, dt.timedelta(hours=config.server.idempotency_window_hours))
     redis, queue = None, None
     dispatcher: Dispatcher = InProcessDispatcher(projector)

@@ -262,3 +262,74 @@ def export(target: Any) -> None:
     services.projector.catch_up()
     count = export_memories(services, target)
     click.echo(f"exported {count} memories", err=True)
+
+
+@main.group("projects")
+def projects_group() -> None:
+    """Manage projects (every change is an event in the log)."""
+
+
+def _project_command(command: Any) -> None:
+    from events.types import EventMetadata
+
+    outcome = _services().bus.handle(command, EventMetadata(surface="cli"))
+    click.echo(outcome.project.project_id)
+
+
+@projects_group.command("create")
+@click.option("--owner", "owner_user_id", required=True, help="The owning user's id.")
+@click.option("--name", required=True, help="The project's name.")
+@_reported
+def create_project(owner_user_id: str, name: str) -> None:
+    """Create a project; prints its id."""
+    from commands.projects import CreateProject
+    from memoryd.projects import clean_project_name
+
+    if not _services().directory.user_exists(owner_user_id):
+        raise click.ClickException(f"user not found: {owner_user_id}")
+    _project_command(CreateProject(clean_project_name(name), owner_user_id))
+
+
+@projects_group.command("grant")
+@click.argument("project_id")
+@click.argument("user_id")
+@click.option("--access", type=click.Choice(["read", "write"]), required=True)
+@_reported
+def grant_access(project_id: str, user_id: str, access: str) -> None:
+    """Grant a user read or write access (or change it)."""
+    from commands.projects import GrantProjectAccess
+
+    if not _services().directory.user_exists(user_id):
+        raise click.ClickException(f"user not found: {user_id}")
+    _project_command(GrantProjectAccess(project_id, user_id, access))
+
+
+@projects_group.command("revoke")
+@click.argument("project_id")
+@click.argument("user_id")
+@_reported
+def revoke_access(project_id: str, user_id: str) -> None:
+    """Revoke a member's access."""
+    from commands.projects import RevokeProjectAccess
+
+    _project_command(RevokeProjectAccess(project_id, user_id))
+
+
+@projects_group.command("archive")
+@click.argument("project_id")
+@_reported
+def archive_project(project_id: str) -> None:
+    """Archive a project: its memories become unreachable until it is reactivated."""
+    from commands.projects import ArchiveProject
+
+    _project_command(ArchiveProject(project_id))
+
+
+@projects_group.command("reactivate")
+@click.argument("project_id")
+@_reported
+def reactivate_project(project_id: str) -> None:
+    """Make an archived project active again."""
+    from commands.projects import ReactivateProject
+
+    _project_command(ReactivateProject(project_id))

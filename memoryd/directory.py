@@ -98,6 +98,10 @@ class Directory:
             permissions=frozenset(filter(None, row.permissions.split(","))),
         )
 
+    def user_exists(self, user_id: str) -> bool:
+        with self.database.read() as conn:
+            return conn.execute(select(users.c.user_id).where(users.c.user_id == user_id)).first() is not None
+
     def has_tokens(self) -> bool:
         with self.database.read() as conn:
             return conn.execute(select(tokens.c.token_id).limit(1)).first() is not None

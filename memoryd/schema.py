@@ -140,3 +140,23 @@ search_snapshots = Table(
     Column("created", String(19), nullable=False),
     Column("data", LargeBinary, nullable=False),
 )
+
+# Read models of projects (the log holds the truth; access checks read the log).
+projects = Table(
+    "projects",
+    metadata,
+    Column("project_id", String(36), primary_key=True),
+    Column("name", Text, nullable=False),
+    Column("owner_user_id", String(36), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("created", String(19), nullable=False),
+    Column("updated", String(19), nullable=False),
+)
+
+project_members = Table(
+    "project_members",
+    metadata,
+    Column("project_id", String(36), primary_key=True),
+    Column("user_id", String(36), primary_key=True),
+    Column("access", String(8), nullable=False),
+)

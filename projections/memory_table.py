@@ -14,7 +14,7 @@ from sqlalchemy import Connection, Executable, delete
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from events.types import MemoryDeleted, RecordedEvent
+from events.types import MemoryDeleted, MemoryEvent, RecordedEvent
 from memoryd.schema import structured_memories
 
 _REWRITTEN_ON_UPDATE = ("name", "description", "type", "scope", "scope_id", "content", "created", "updated", "last_accessed")
@@ -28,6 +28,8 @@ class MemoryTableProjection:
 
     def apply(self, conn: Connection, recorded: RecordedEvent) -> None:
         event = recorded.to_domain()
+        if not isinstance(event, MemoryEvent):
+            return
         if isinstance(event, MemoryDeleted):
             conn.execute(delete(structured_memories).where(structured_memories.c.memory_id == event.memory.memory_id))
             return

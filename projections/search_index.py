@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from events.types import MemoryDeleted, RecordedEvent
+from events.types import MemoryDeleted, MemoryEvent, RecordedEvent
 from memoryd.domain import MEMORY_TYPES, Memory
 from projections.queries import MemoryFilter
 from projections.ranking import B, K1, idf, tokenize
@@ -164,9 +164,10 @@ class SearchIndex:
             if recorded.position <= self.position:
                 return
             event = recorded.to_domain()
-            self._remove(event.memory.memory_id)
-            if not isinstance(event, MemoryDeleted):
-                self._add(event.memory)
+            if isinstance(event, MemoryEvent):
+                self._remove(event.memory.memory_id)
+                if not isinstance(event, MemoryDeleted):
+                    self._add(event.memory)
             self.position = recorded.position
 
     def apply_all(self, recorded: Iterable[RecordedEvent]) -> None:

@@ -144,3 +144,20 @@ def test_serve_adopts_the_admin_token_from_the_environment(sqlite_url):
         process.terminate()
         stdout, _ = process.communicate(timeout=10)
     assert stdout.strip() == ""
+
+
+def test_projects_are_managed_from_the_command_line_and_logged(run, sqlite_url):
+    owner = _last_line(run("users", "create", "owner"))
+    member = _last_line(run("users", "create", "member"))
+    created = run("projects", "create", "--owner", owner, "--name", "apollo")
+    assert created.exit_code == 0, created.output
+    project = _last_line(created)
+    for args in (("grant", project, member, "--access", "read"), ("revoke", project, member), ("archive", project),
+                 ("reactivate", project)):
+        result = run("projects", *args)
+        assert result.exit_code == 0 and _last_line(result) == project, result.output
+    assert run("projects", "revoke", project, member).exit_code == 1
+    events = list(make_services(sqlite_url).store.iter_all())
+    assert [event.event_type for event in events] == [
+        "project.create", "project.grant", "project.revoke", "project.archive", "project.reactivate"]
+    assert {event.metadata["surface"] for event in events} == {"cli"}

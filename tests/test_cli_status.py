@@ -59,6 +59,7 @@ def test_status_reports_head_checkpoint_lag_and_no_queue_in_process(built: Any, 
     assert result.output.splitlines() == [
         "log head: position 2",
         "projection structured_memories: checkpoint 2, lag 0",
+        "projection projects: checkpoint 2, lag 0",
         "queue: none (projections run in-process)",
     ]
 
@@ -71,7 +72,8 @@ def test_status_json_reports_the_same_as_one_object(built: Any, status: Any) -> 
     assert result.exit_code == 0, result.output
     assert json.loads(result.output) == {
         "head": 2,
-        "projections": {"structured_memories": {"checkpoint": 2, "lag": 0}},
+        "projections": {"structured_memories": {"checkpoint": 2, "lag": 0},
+                        "projects": {"checkpoint": 2, "lag": 0}},
         "queue": None,
     }
 
@@ -103,16 +105,19 @@ def test_status_with_redis_reports_lag_queue_depth_and_failed_jobs(
     assert waiting.output.splitlines() == [
         "log head: position 2",
         "projection structured_memories: checkpoint 0, lag 2",
+        "projection projects: checkpoint 0, lag 2",
         f"queue {queue_name}: 2 waiting, 0 failed",
     ]
     assert waiting_json == {
         "head": 2,
-        "projections": {"structured_memories": {"checkpoint": 0, "lag": 2}},
+        "projections": {"structured_memories": {"checkpoint": 0, "lag": 2},
+                        "projects": {"checkpoint": 0, "lag": 2}},
         "queue": {"name": queue_name, "depth": 2, "failed_jobs": 0},
     }
     assert done == {
         "head": 2,
-        "projections": {"structured_memories": {"checkpoint": 2, "lag": 0}},
+        "projections": {"structured_memories": {"checkpoint": 2, "lag": 0},
+                        "projects": {"checkpoint": 2, "lag": 0}},
         "queue": {"name": queue_name, "depth": 0, "failed_jobs": 1},
     }
     assert done_text.output.splitlines()[-1] == f"queue {queue_name}: 0 waiting, 1 failed"
@@ -125,8 +130,9 @@ def test_status_with_redis_unreachable_still_reports_the_log_and_says_so(built: 
     as_json = json.loads(status("--json", redis_url=DEAD_REDIS).output)
 
     assert text.exit_code == 0, text.output
-    assert text.output.splitlines()[:2] == ["log head: position 1", "projection structured_memories: checkpoint 0, lag 1"]
-    assert text.output.splitlines()[2].startswith(f"queue {queue_name}: Redis unreachable")
+    assert text.output.splitlines()[:3] == ["log head: position 1", "projection structured_memories: checkpoint 0, lag 1",
+                                            "projection projects: checkpoint 0, lag 1"]
+    assert text.output.splitlines()[3].startswith(f"queue {queue_name}: Redis unreachable")
     assert as_json["head"] == 1
     assert as_json["queue"]["name"] == queue_name
     assert as_json["queue"]["error"].startswith("Redis unreachable")

@@ -1,0 +1,90 @@
+"""Projects for administrators and service tokens: ``/v1/api/admin/projects``.
+
+Every change is a command that appends a project event, so the audit trail
+shows who granted, changed or revoked access and who archived what.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response
+
+from commands.projects import (
+    ArchiveProject,
+    CreateProject,
+    GrantProjectAccess,
+    ProjectOutcome,
+    ReactivateProject,
+    RevokeProjectAccess,
+)
+from memoryd.errors import NotFound
+from memoryd.projects import clean_access, clean_project_name
+from projections.project_tables import get_project
+
+from api.context import authorized, json_object, run_command, services
+from api.responses import POSITION_HEADER, respond
+from api.schemas import CreateProjectRequest, GrantAccessRequest, ProjectSchema, load
+
+blueprint = Blueprint("projects", __name__, url_prefix="/v1/api/admin/projects")
+
+
+@blueprint.post("")
+@authorized("write", admin=True)
+def create() -> tuple[Response, int]:
+    body = load(CreateProjectRequest(), json_object())
+    name, owner = clean_project_name(body["name"]), _existing_user(body["owner"])
+    return _answer(run_command(CreateProject(name, owner), "admin"), 201)
+
+
+@blueprint.get("/<project_id>")
+@authorized("read", admin=True)
+def get(project_id: str) -> tuple[Response, int]:
+    with services().database.read() as conn:
+        project = get_project(conn, project_id)
+    if project is None:
+        raise NotFound(f"project not found: {project_id}")
+    return respond(ProjectSchema(), _body(project.to_dict()))
+
+
+@blueprint.put("/<project_id>/members/<user_id>")
+@authorized("write", admin=True)
+def grant(project_id: str, user_id: str) -> tuple[Response, int]:
+    access = clean_access(load(GrantAccessRequest(), json_object())["access"])
+    return _answer(run_command(GrantProjectAccess(project_id, _existing_user(user_id), access), "admin"))
+
+
+@blueprint.delete("/<project_id>/members/<user_id>")
+@authorized("write", admin=True)
+def revoke(project_id: str, user_id: str) -> tuple[Response, int]:
+    return _answer(run_command(RevokeProjectAccess(project_id, user_id), "admin"))
+
+
+@blueprint.post("/<project_id>/archive")
+@authorized("write", admin=True)
+def archive(project_id: str) -> tuple[Response, int]:
+    return _answer(run_command(ArchiveProject(project_id), "admin"))
+
+
+@blueprint.post("/<project_id>/reactivate")
+@authorized("write", admin=True)
+def reactivate(project_id: str) -> tuple[Response, int]:
+    return _answer(run_command(ReactivateProject(project_id), "admin"))
+
+
+def _existing_user(user_id: str) -> str:
+    if not services().directory.user_exists(user_id):
+        raise NotFound(f"user not found: {user_id}")
+    return user_id
+
+
+def _body(project: dict[str, Any]) -> dict[str, Any]:
+    members = [{"user_id": user_id, "access": access} for user_id, access in sorted(project.pop("members").items())]
+    return project | {"owner": project.pop("owner_user_id"), "members": members}
+
+
+def _answer(outcome: ProjectOutcome, status: int = 200) -> tuple[Response, int]:
+    response, status = respond(ProjectSchema(), _body(outcome.project.to_dict()), status)
+    if outcome.position is not None:
+        response.headers[POSITION_HEADER] = str(outcome.position)
+    return response, status

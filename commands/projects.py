@@ -1,0 +1,140 @@
+"""Project commands: create, grant or change access, revoke, archive, reactivate.
+
+Each handler reads the project's newest event (its whole state), decides and
+appends one event carrying the project after the change. A command that
+would change nothing appends nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from commands.handlers import Claim, Dependencies, append_decision
+from events.types import (
+    EventMetadata,
+    ProjectAccessGranted,
+    ProjectAccessRevoked,
+    ProjectArchived,
+    ProjectCreated,
+    ProjectEvent,
+    ProjectReactivated,
+    RecordedEvent,
+    project_stream_id,
+)
+from memoryd.errors import NotFound, ValidationError
+from memoryd.projects import ACTIVE, ARCHIVED, Project
+
+
+@dataclass(frozen=True)
+class CreateProject:
+    name: str
+    owner_user_id: str
+
+
+@dataclass(frozen=True)
+class GrantProjectAccess:
+    """Give a member read or write access, or change their level."""
+
+    project_id: str
+    user_id: str
+    access: str
+
+
+@dataclass(frozen=True)
+class RevokeProjectAccess:
+    project_id: str
+    user_id: str
+
+
+@dataclass(frozen=True)
+class ArchiveProject:
+    project_id: str
+
+
+@dataclass(frozen=True)
+class ReactivateProject:
+    project_id: str
+
+
+ProjectCommand = CreateProject | GrantProjectAccess | RevokeProjectAccess | ArchiveProject | ReactivateProject
+
+
+@dataclass(frozen=True)
+class ProjectOutcome:
+    project: Project
+    position: int | None  # None: nothing changed, nothing appended
+
+
+def current_project(last: RecordedEvent | None) -> Project | None:
+    if last is None:
+        return None
+    event = last.to_domain()
+    return event.project if isinstance(event, ProjectEvent) else None
+
+
+def create_project(command: CreateProject, metadata: EventMetadata, deps: Dependencies, claim: Claim = None
+                   ) -> ProjectOutcome:
+    now = deps.clock()
+    project = Project(deps.new_id(), command.name, command.owner_user_id, ACTIVE, (), now, now)
+    event, position = append_decision(project_stream_id(project.project_id), lambda _: ProjectCreated(project),
+                                      metadata, deps, claim)
+    return ProjectOutcome(event.project, position)
+
+
+def grant_project_access(command: GrantProjectAccess, metadata: EventMetadata, deps: Dependencies,
+                         claim: Claim = None) -> ProjectOutcome:
+    def change(project: Project) -> ProjectEvent | None:
+        if command.user_id == project.owner_user_id:
+            raise ValidationError("the project's owner always has write access")
+        if dict(project.members).get(command.user_id) == command.access:
+            return None
+        return ProjectAccessGranted(project.with_member(command.user_id, command.access, deps.clock()), command.user_id)
+
+    return _change(command.project_id, change, metadata, deps, claim)
+
+
+def revoke_project_access(command: RevokeProjectAccess, metadata: EventMetadata, deps: Dependencies,
+                          claim: Claim = None) -> ProjectOutcome:
+    def change(project: Project) -> ProjectEvent | None:
+        if command.user_id not in dict(project.members):
+            raise NotFound(f"user {command.user_id} is not a member of project {project.project_id}")
+        return ProjectAccessRevoked(project.with_member(command.user_id, None, deps.clock()), command.user_id)
+
+    return _change(command.project_id, change, metadata, deps, claim)
+
+
+def archive_project(command: ArchiveProject, metadata: EventMetadata, deps: Dependencies, claim: Claim = None
+                    ) -> ProjectOutcome:
+    return _change(command.project_id, lambda project: None if project.state == ARCHIVED else
+                   ProjectArchived(replace(project, state=ARCHIVED, updated=deps.clock())), metadata, deps, claim)
+
+
+def reactivate_project(command: ReactivateProject, metadata: EventMetadata, deps: Dependencies, claim: Claim = None
+                       ) -> ProjectOutcome:
+    return _change(command.project_id, lambda project: None if project.state == ACTIVE else
+                   ProjectReactivated(replace(project, state=ACTIVE, updated=deps.clock())), metadata, deps, claim)
+
+
+class _Unchanged(Exception):
+    def __init__(self, project: Project) -> None:
+        self.project = project
+
+
+def _change(project_id: str, change: Callable[[Project], ProjectEvent | None], metadata: EventMetadata,
+            deps: Dependencies, claim: Claim) -> ProjectOutcome:
+    def decide(last: RecordedEvent | None) -> ProjectEvent:
+        project = current_project(last)
+        if project is None:
+            raise NotFound(f"project not found: {project_id}")
+        event = change(project)
+        if event is None:
+            raise _Unchanged(project)
+        return event
+
+    try:
+        event, position = append_decision(project_stream_id(project_id), decide, metadata, deps, claim)
+    except _Unchanged as unchanged:
+        return ProjectOutcome(unchanged.project, None)
+    return ProjectOutcome(event.project, position)
+

@@ -1,0 +1,47 @@
+"""The ``projects`` and ``project_members`` read models, for listing and display.
+
+Each project event carries the whole project after the change, so applying
+one replaces the project's rows: idempotent, like the memory table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, delete, insert, select
+
+from events.types import ProjectEvent, RecordedEvent
+from memoryd.projects import Project
+from memoryd.schema import project_members, projects
+
+
+class ProjectTablesProjection:
+    name = "projects"
+
+    def apply(self, conn: Connection, recorded: RecordedEvent) -> None:
+        event = recorded.to_domain()
+        if not isinstance(event, ProjectEvent):
+            return
+        project = event.project
+        conn.execute(delete(project_members).where(project_members.c.project_id == project.project_id))
+        conn.execute(delete(projects).where(projects.c.project_id == project.project_id))
+        row = {key: value for key, value in project.to_dict().items() if key != "members"}
+        conn.execute(insert(projects).values(row))
+        if project.members:
+            conn.execute(insert(project_members), [
+                {"project_id": project.project_id, "user_id": user_id, "access": access}
+                for user_id, access in project.members])
+
+    def reset(self, conn: Connection) -> None:
+        conn.execute(delete(project_members))
+        conn.execute(delete(projects))
+
+
+def get_project(conn: Connection, project_id: str) -> Project | None:
+    row = conn.execute(select(projects).where(projects.c.project_id == project_id)).first()
+    if row is None:
+        return None
+    members = conn.execute(select(project_members.c.user_id, project_members.c.access)
+                           .where(project_members.c.project_id == project_id)).all()
+    data: dict[str, Any] = dict(row._mapping) | {"members": {user_id: access for user_id, access in members}}
+    return Project.from_dict(data)
