@@ -35,8 +35,6 @@ created and dropped afterwards.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import random
 import sqlite3
 import statistics
@@ -54,20 +52,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import sqlalchemy
-from sqlalchemy import (
-    Column,
-    Integer,
-    MetaData,
-    String,
-    Table,
-    Text,
-    UniqueConstraint,
-    create_engine,
-    event,
-    insert,
-    text,
-)
+from common import SEED, Latencies, bench_events, environment, other_sessions, postgres_schema, server_version
+from common import print_header, print_results
+from sqlalchemy import event, insert
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -77,36 +64,15 @@ from memoryd import migrate
 from memoryd.bootstrap import Services, build_services
 from memoryd.config import Config, StorageSettings
 from memoryd.domain import REST_MAX_CONTENT, Memory, Namespace, utc_timestamp
-from memoryd.schema import Document, Position, structured_memories
+from memoryd.schema import structured_memories
 
-SEED = 20261130
 CHUNK = 50
 WARMUP = 25
 DEFAULT_COUNT = {"sqlite": 2000, "postgres": 1000}
-POSTGRES_URL = os.environ.get("MEMORYD_BENCH_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
-
-APPLICATION_NAME = "memoryd-bench"
 OURS = "memoryd bus.handle"
 RAW_MEMORIES = "raw insert structured_memories"
 RAW_EVENTS = "raw insert events only"
 PATHS = (OURS, RAW_MEMORIES, RAW_EVENTS)
-
-# A copy of the events table (same columns, types and unique key) for the events-only baseline.
-_bench_metadata = MetaData()
-bench_events = Table(
-    "bench_events",
-    _bench_metadata,
-    Column("position", Position, primary_key=True, autoincrement=True),
-    Column("stream_id", Text, nullable=False),
-    Column("stream_version", Integer, nullable=False),
-    Column("event_type", String(64), nullable=False),
-    Column("schema_version", Integer, nullable=False),
-    Column("payload", Document, nullable=False),
-    Column("metadata", Document, nullable=False, key="meta"),
-    Column("recorded_at", String(32), nullable=False),
-    UniqueConstraint("stream_id", "stream_version", name="uq_bench_events_stream_version"),
-    sqlite_autoincrement=True,
-)
 
 _WORD_TEXT = """
 the a of to and in for on with that this is was be it as at by from or an not are we our
@@ -175,15 +141,10 @@ def make_workload(count: int, seed: int) -> tuple[list[Save], list[tuple[int, Sa
 
 
 @dataclass
-class Stats:
-    latencies_ns: list[int] = field(default_factory=list)
-
+class Stats(Latencies):
     @property
-    def per_second(self) -> float:
+    def per_second(self) -> float:  # sequential, one path at a time: the summed latencies are its wall time
         return len(self.latencies_ns) / (sum(self.latencies_ns) / 1e9)
-
-    def percentile_ms(self, q: int) -> float:
-        return statistics.quantiles(self.latencies_ns, n=100, method="inclusive")[q - 1] / 1e6
 
 
 class Runner:
@@ -199,7 +160,7 @@ class Runner:
         self.events_ns = Namespace("user", "bench-events")
         self.raw_ids: dict[int, str] = {}
         self.raw_versions: dict[int, int] = {}
-        _bench_metadata.create_all(self.database.engine)
+        bench_events.create(self.database.engine, checkfirst=True)
 
     def metadata(self, save: Save) -> EventMetadata:
         return EventMetadata(actor_user_id="bench-ours", token_id="bench-token", surface="rest",
@@ -375,38 +336,8 @@ def sqlite_database() -> Iterator[str]:
 
 @contextmanager
 def postgres_database() -> Iterator[str]:
-    schema = f"memoryd_bench_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT",
-                          connect_args={"application_name": APPLICATION_NAME})
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    try:
-        yield f"{POSTGRES_URL}?options=-csearch_path%3D{schema}&application_name={APPLICATION_NAME}"
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
-
-
-def other_sessions(services: Services) -> int:
-    """Client sessions on the same PostgreSQL database besides this process's own (0 on SQLite)."""
-    if services.database.dialect != "postgresql":
-        return 0
-    query = text("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                 "AND backend_type = 'client backend' AND application_name <> :ours")
-    with services.database.read() as conn:
-        return int(conn.execute(query, {"ours": APPLICATION_NAME}).scalar_one())
-
-
-def server_version(services: Services) -> str:
-    with services.database.read() as conn:
-        if services.database.dialect == "postgresql":
-            settings = {name: conn.execute(text(f"SHOW {name}")).scalar() for name in ("synchronous_commit", "fsync")}
-            version = conn.execute(text("SHOW server_version")).scalar()
-            return f"PostgreSQL {version} (" + ", ".join(f"{k}={v}" for k, v in settings.items()) + ")"
-        journal = conn.exec_driver_sql("PRAGMA journal_mode").scalar()
-        synchronous = conn.exec_driver_sql("PRAGMA synchronous").scalar()
-        return f"SQLite {sqlite3.sqlite_version} (journal_mode={journal}, synchronous={synchronous})"
+    with postgres_schema() as (_schema, url):
+        yield url
 
 
 def bench_backend(backend: str, count: int, breakdown: bool) -> tuple[list[tuple[str, str, Stats, float]], list[str]]:
@@ -417,14 +348,14 @@ def bench_backend(backend: str, count: int, breakdown: bool) -> tuple[list[tuple
         services = build_services(Config(storage=StorageSettings(database_url=url)))
         try:
             migrate.upgrade(services.database)
-            notes = [f"{backend}: {server_version(services)}; dispatcher {type(services.bus.dispatcher).__name__}"]
+            notes = [f"{backend}: {server_version(services.database)}; dispatcher {type(services.bus.dispatcher).__name__}"]
             # Warm-up on its own names and indices (never counted).
             warm = Runner(services)
             warm.ours_ns, warm.raw_ns, warm.events_ns = (Namespace("user", f"warm-{p}") for p in ("ours", "raw", "events"))
             run_workload(warm, list(enumerate(warm_creates)), update=False)
             runner = Runner(services)
             rows = []
-            others_before = other_sessions(services)
+            others_before = other_sessions(services.database)
             started = time.perf_counter()
             for workload, items, update in (("create", list(enumerate(creates)), False), ("update", updates, True)):
                 stats = run_workload(runner, items, update)
@@ -434,8 +365,7 @@ def bench_backend(backend: str, count: int, breakdown: bool) -> tuple[list[tuple
             notes.append(f"{backend}: side-by-side run took {time.perf_counter() - started:.1f} s")
             if backend == "postgres":
                 notes.append(f"{backend}: other client sessions on the database before/after: {others_before}/"
-                             f"{other_sessions(services)} (appends share one advisory lock key database-wide, "
-                             "so other memoryd writers in any schema can queue ours)")
+                             f"{other_sessions(services.database)}")
             if breakdown:
                 notes.append(f"{backend}: memoryd breakdown (separate instrumented pass, overhead included):")
                 notes.extend(run_breakdown(services, creates))
@@ -444,47 +374,21 @@ def bench_backend(backend: str, count: int, breakdown: bool) -> tuple[list[tuple
             services.database.dispose()
 
 
-def environment() -> list[str]:
+def _nproc() -> str:
     try:
-        nproc = subprocess.run(["nproc"], capture_output=True, text=True, check=True).stdout.strip()
+        return subprocess.run(["nproc"], capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        nproc = str(os.cpu_count())
-    import psycopg
-
-    return [
-        (f"python {platform.python_version()} ({platform.python_implementation()}), "
-         f"SQLAlchemy {sqlalchemy.__version__}, psycopg {psycopg.__version__}, sqlite3 lib {sqlite3.sqlite_version}"),
-        f"nproc {nproc}, {platform.system()} {platform.release()} {platform.machine()}",
-        _load(),
-        _revision(),
-    ]
+        return ""  # environment() falls back to os.cpu_count()
 
 
-def _revision() -> str:
-    root = Path(__file__).resolve().parent.parent
-    try:
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, check=True).stdout.split("\n")
-    except (OSError, subprocess.CalledProcessError):
-        return "code: not a git checkout"
-    changed = [line[3:] for line in dirty if line.strip() and not line[3:].startswith("bench/")]
-    return f"code: git {head}" + (f" + uncommitted changes in {len(changed)} files" if changed else "")
-
-
-def _load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} (other work on the machine skews absolute numbers more than ratios)"
-
-
-def print_table(results: list[tuple[str, str, str, Stats, float]]) -> None:
-    print("| backend | workload | path | n | saves/s | p50 ms | p95 ms | ours / this (saves/s) |")
-    print("|---|---|---|---:|---:|---:|---:|---:|")
+def table(results: list[tuple[str, str, str, Stats, float]]) -> list[str]:
+    lines = ["| backend | workload | path | n | saves/s | p50 ms | p95 ms | ours / this (saves/s) |",
+             "|---|---|---|---:|---:|---:|---:|---:|"]
     for backend, workload, path, stats, ratio in results:
         ratio_text = "1.00" if path == OURS else f"{ratio:.2f}"
-        print(f"| {backend} | {workload} | {path} | {len(stats.latencies_ns)} | {stats.per_second:,.0f} | "
-              f"{stats.percentile_ms(50):.3f} | {stats.percentile_ms(95):.3f} | {ratio_text} |")
+        lines.append(f"| {backend} | {workload} | {path} | {len(stats.latencies_ns)} | {stats.per_second:,.0f} | "
+                     f"{stats.percentile_ms(50):.3f} | {stats.percentile_ms(95):.3f} | {ratio_text} |")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -497,9 +401,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     backends = ("sqlite", "postgres") if args.backend == "both" else (args.backend,)
 
-    print("# bench_saves: " + " ".join(["bench/bench_saves.py", *(argv if argv is not None else sys.argv[1:])]))
-    for line in environment():
-        print("# " + line)
+    print_header(__file__, argv, environment(f"sqlite3 lib {sqlite3.sqlite_version}", nproc=_nproc(), list_changed=False,
+                                             load_note="other work on the machine skews absolute numbers more than ratios"))
     print(f"# seed {SEED}, chunk {CHUNK} (paths interleaved, rotating order), warm-up {WARMUP} per path, "
           "one transaction per save on every path")
     results, notes = [], []
@@ -508,12 +411,7 @@ def main(argv: list[str] | None = None) -> int:
         rows, backend_notes = bench_backend(backend, count, args.breakdown)
         results.extend((backend, *row) for row in rows)
         notes.extend(backend_notes)
-    print()
-    print_table(results)
-    print()
-    notes.append(_load().replace("load average", "load average at the end:", 1).split(" (")[0])
-    for note in notes:
-        print("# " + note if not note.startswith("  ") else "#" + note)
+    print_results(table(results), notes)
     return 0
 
 
