@@ -10,17 +10,29 @@ from typing import Any
 
 from flask import Blueprint, Response, request
 
-from commands.model import DeleteMemoryById
-from events.audit import AuditQuery as AuditFilter
-from events.audit import list_audit
-from memoryd.errors import NotFound, ValidationError
-from projections.queries import MemoryFilter, ScopePattern, count_memories, get_memory, list_memories
-
 from api.consistency import after_position
 from api.context import authorized, run_command, services
 from api.idempotency import idempotent
 from api.responses import deleted_by_id, memory_list, outcome_at, respond
-from api.schemas import AdminListQuery, AdminSearchQuery, AuditPageSchema, AuditQuery, MemorySchema, load
+from api.schemas import (
+    AdminListQuery,
+    AdminSearchQuery,
+    AuditPageSchema,
+    AuditQuery,
+    MemorySchema,
+    load,
+)
+from commands.model import DeleteMemoryById
+from events.audit import AuditQuery as AuditFilter
+from events.audit import list_audit
+from memoryd.errors import NotFound, ValidationError
+from projections.queries import (
+    MemoryFilter,
+    ScopePattern,
+    count_memories,
+    get_memory,
+    list_memories,
+)
 
 blueprint = Blueprint("admin", __name__, url_prefix="/v1/api/admin")
 

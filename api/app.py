@@ -15,12 +15,11 @@ from flask import Flask, Response, g, jsonify, request
 from sqlalchemy.exc import SQLAlchemyError
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
+from api import admin, health, memories, projects, sessions
+from api.openapi import build_openapi
 from memoryd.bootstrap import Services, build_services
 from memoryd.config import Config, load_config
 from memoryd.errors import MemorydError
-
-from api import admin, health, memories, projects
-from api.openapi import build_openapi
 
 access_log = logging.getLogger("memoryd.access")
 error_log = logging.getLogger("memoryd.errors")
@@ -43,6 +42,7 @@ def create_app(config: Config | None = None, services: Services | None = None) -
     app.register_blueprint(admin.blueprint)
     app.register_blueprint(health.blueprint)
     app.register_blueprint(projects.blueprint)
+    app.register_blueprint(sessions.blueprint)
     openapi = build_openapi()
     app.add_url_rule("/v1/api/openapi.json", "openapi", lambda: jsonify(openapi))
     _register_error_handlers(app)

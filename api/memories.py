@@ -6,12 +6,6 @@ from typing import Any
 
 from flask import Blueprint, Response, request
 
-from commands.model import DeleteMemory, SaveMemory
-from memoryd.access import public_namespace
-from memoryd.domain import REST_MAX_CONTENT, normalize_name
-from memoryd.errors import ValidationError
-from projections.queries import MemoryFilter, ScopePattern, list_memories
-
 from api.consistency import after_position
 from api.context import authorized, caller, json_object, run_command, services
 from api.idempotency import idempotent
@@ -23,6 +17,11 @@ from api.schemas import (
     SearchMemoriesRequest,
     load,
 )
+from commands.model import DeleteMemory, SaveMemory
+from memoryd.access import public_namespace
+from memoryd.domain import REST_MAX_CONTENT, normalize_name
+from memoryd.errors import ValidationError
+from projections.queries import MemoryFilter, ScopePattern, list_memories
 
 blueprint = Blueprint("memories", __name__, url_prefix="/v1/api/memories")
 

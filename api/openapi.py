@@ -86,6 +86,22 @@ def build_openapi() -> dict[str, Any]:
         spec.path(f"/v1/api/admin/projects/{{project_id}}/{action}", operations={
             "post": _operation(f"{action.capitalize()} a project", schemas.ProjectSchema, path=("project_id",)),
         })
+    spec.path("/v1/api/sessions", operations={
+        "post": _operation("Open an agent session (service token or admin); returns its token", schemas.SessionSchema,
+                           body=schemas.CreateSessionRequest, created=True),
+    })
+    spec.path("/v1/api/sessions/{session_id}/memory", operations={
+        "post": _operation("Run one memory tool call with the session's own token", schemas.ToolResultSchema,
+                           body=schemas.ToolCallSchema, path=("session_id",)),
+    })
+    spec.path("/v1/api/admin/workstreams", operations={
+        "post": _operation("Create a workstream", schemas.WorkstreamSchema, body=schemas.CreateWorkstreamRequest,
+                           created=True),
+    })
+    spec.path("/v1/api/admin/workstreams/{workstream_id}", operations={
+        "patch": _operation("Attach or detach a project, or change the persona's memory lever",
+                            schemas.WorkstreamSchema, body=schemas.WorkstreamChangeRequest, path=("workstream_id",)),
+    })
     return spec.to_dict()
 
 

@@ -10,6 +10,9 @@ from typing import Any
 
 from flask import Blueprint, Response
 
+from api.context import authorized, json_object, run_command, services
+from api.responses import POSITION_HEADER, respond
+from api.schemas import CreateProjectRequest, GrantAccessRequest, ProjectSchema, load
 from commands.projects import (
     ArchiveProject,
     CreateProject,
@@ -21,10 +24,6 @@ from commands.projects import (
 from memoryd.errors import NotFound
 from memoryd.projects import clean_access, clean_project_name
 from projections.project_tables import get_project
-
-from api.context import authorized, json_object, run_command, services
-from api.responses import POSITION_HEADER, respond
-from api.schemas import CreateProjectRequest, GrantAccessRequest, ProjectSchema, load
 
 blueprint = Blueprint("projects", __name__, url_prefix="/v1/api/admin/projects")
 

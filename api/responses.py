@@ -9,14 +9,13 @@ from flask import Response, jsonify
 from marshmallow import Schema
 from sqlalchemy.exc import SQLAlchemyError
 
+from api.consistency import PENDING_HEADER, settle
+from api.context import services
+from api.schemas import DeletedSchema, MemoryListSchema, MemorySchema, StatusSchema
 from commands.handlers import Outcome
 from events.types import MemorySaved
 from memoryd.errors import StorageError
 from projections.queries import get_memory
-
-from api.consistency import PENDING_HEADER, settle
-from api.context import services
-from api.schemas import DeletedSchema, MemoryListSchema, MemorySchema, StatusSchema
 
 POSITION_HEADER = "X-Memory-Position"
 log = logging.getLogger(__name__)

@@ -15,7 +15,13 @@ from marshmallow import EXCLUDE, Schema, fields, validate
 from marshmallow import ValidationError as SchemaError
 
 from events.types import MEMORY_EVENT_TYPES
-from memoryd.domain import REST_MAX_CONTENT, clean_content, clean_description, clean_name, clean_type_filter
+from memoryd.domain import (
+    REST_MAX_CONTENT,
+    clean_content,
+    clean_description,
+    clean_name,
+    clean_type_filter,
+)
 from memoryd.errors import ValidationError
 
 _WHOLE_NUMBER = re.compile(r"[+-]?\d+")
@@ -137,6 +143,27 @@ class GrantAccessRequest(RequestSchema):
     access = _text("access", "access is required", metadata={"description": "read or write"})
 
 
+class CreateSessionRequest(RequestSchema):
+    kind = _text("kind", "kind is required", validate=validate.OneOf(["interactive", "coordinator"],
+                                                                      error="kind must be interactive or coordinator"))
+    workstream_id = _text("workstream_id", "workstream_id is required")
+    user_id = _text("user_id", load_default=None, allow_none=True, metadata={"description": "absent: anonymous"})
+    parent_session_id = _text("parent_session_id", load_default=None, allow_none=True,
+                              metadata={"description": "a coordinator's child names its parent"})
+
+
+class CreateWorkstreamRequest(RequestSchema):
+    name = _text("name", load_default="")
+    owner = _text("owner", "owner is required")
+    project_id = _text("project_id", load_default=None, allow_none=True)
+    persona = fields.Dict(load_default=None, allow_none=True, metadata={"description": '{"memory": true|false}'})
+
+
+class WorkstreamChangeRequest(RequestSchema):
+    project_id = _text("project_id", load_default=None, allow_none=True, metadata={"description": "null detaches"})
+    persona = fields.Dict(load_default=None, allow_none=True)
+
+
 def _missing(field: str) -> None:
     raise ValidationError(f"{field} is required")
 
@@ -185,6 +212,49 @@ class ProjectSchema(Schema):
     members = fields.List(fields.Nested(ProjectMemberSchema))
     created = fields.String()
     updated = fields.String()
+
+
+class SessionSchema(Schema):
+    session_id = fields.String()
+    token = fields.String(metadata={"description": "shown once; acts only as this session"})
+    kind = fields.String()
+    user_id = fields.String(allow_none=True)
+    workstream_id = fields.String()
+    project_id = fields.String(allow_none=True)
+    parent_session_id = fields.String(allow_none=True)
+
+
+class PersonaSchema(Schema):
+    memory = fields.Boolean()
+
+
+class WorkstreamSchema(Schema):
+    workstream_id = fields.String()
+    name = fields.String()
+    owner = fields.String(allow_none=True)
+    project_id = fields.String(allow_none=True)
+    persona = fields.Nested(PersonaSchema)
+
+
+class ToolCallSchema(Schema):
+    """The memory tool's arguments, as the spec lists them."""
+
+    action = fields.String(required=True, metadata={"description": "save, get, search, delete or list"})
+    name = fields.String()
+    content = fields.String()
+    description = fields.String()
+    type = fields.String()
+    scope = fields.String(metadata={"description": "omitted: the inherited target (save/get/delete) or the envelope"})
+    query = fields.String()
+    limit = fields.Integer(metadata={"description": "default 20, capped at 50"})
+
+
+class ToolResultSchema(Schema):
+    ok = fields.Boolean()
+    error = fields.String(metadata={"description": "present when ok is false"})
+    memory = fields.Nested(MemorySchema)
+    memories = fields.List(fields.Nested(MemorySchema))
+    text = fields.String(metadata={"description": "what the model reads"})
 
 
 class ErrorSchema(Schema):

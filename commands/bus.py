@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from commands.handlers import Dependencies, Outcome, delete_memory, delete_memory_by_id, save_many, save_memory
+from commands.handlers import (
+    Dependencies,
+    Outcome,
+    delete_memory,
+    delete_memory_by_id,
+    save_many,
+    save_memory,
+)
 from commands.model import DeleteMemory, DeleteMemoryById, SaveMemory
 from commands.projects import (
     ArchiveProject,

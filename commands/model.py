@@ -6,7 +6,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from memoryd.domain import Namespace, clean_content, clean_description, clean_name, clean_type
+from memoryd.domain import (
+    Namespace,
+    clean_content,
+    clean_description,
+    clean_name,
+    clean_type,
+)
 
 
 @dataclass(frozen=True)

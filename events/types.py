@@ -120,6 +120,8 @@ class EventMetadata:
     surface: str = "rest"  # rest | admin | tool | cli
     client_ip: str = ""
     request_id: str = ""
+    session_id: str = ""  # the memory tool's session, and its workstream
+    workstream_id: str = ""
 
     def to_dict(self) -> dict[str, str]:
         return {
@@ -128,6 +130,8 @@ class EventMetadata:
             "surface": self.surface,
             "client_ip": self.client_ip,
             "request_id": self.request_id,
+            "session_id": self.session_id,
+            "workstream_id": self.workstream_id,
         }
 
 

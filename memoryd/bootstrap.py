@@ -19,6 +19,7 @@ from memoryd import migrate
 from memoryd.config import Config
 from memoryd.db import Database
 from memoryd.directory import TOKEN_SCOPES, Directory
+from memoryd.sessions import Sessions
 from projections.memory_table import MemoryTableProjection
 from projections.project_tables import ProjectTablesProjection
 from projections.projector import Projector
@@ -42,6 +43,7 @@ class Services:
     redis: Redis | None  # None: projections run in-process
     queue: Queue | None
     search: SearchService
+    sessions: Sessions
 
 
 def build_services(config: Config) -> Services:
@@ -58,8 +60,9 @@ def build_services(config: Config) -> Services:
         dispatcher = RedisDispatcher(redis, queue)
     bus = CommandBus(Dependencies(store=store, locator=MemoryLocator(database)), dispatcher, idempotency)
     search = SearchService(store, config.search.k1, config.search.b)
-    return Services(config, database, store, projector, memory_table, bus, Directory(database), idempotency, redis, queue,
-                    search)
+    directory = Directory(database)
+    return Services(config, database, store, projector, memory_table, bus, directory, idempotency, redis, queue,
+                    search, Sessions(database, directory))
 
 
 def prepare_database(services: Services, environ: Mapping[str, str] | None = None) -> str | None:

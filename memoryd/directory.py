@@ -13,7 +13,7 @@ import secrets
 import uuid
 from dataclasses import dataclass
 
-from sqlalchemy import insert, select
+from sqlalchemy import insert, select, update
 
 from memoryd.db import Database
 from memoryd.domain import utc_timestamp
@@ -47,6 +47,8 @@ class Workstream:
     workstream_id: str
     name: str
     owner_user_id: str | None
+    project_id: str | None = None  # the attached project
+    persona_memory: bool = True  # False: the persona turns memory off
 
 
 class Directory:
@@ -77,7 +79,7 @@ class Directory:
                 insert(tokens).values(
                     token_id=token_id,
                     user_id=user_id,
-                    token_hash=_hash(value),
+                    token_hash=hash_token(value),
                     scopes=",".join(scopes),
                     permissions=",".join(permissions),
                     created=utc_timestamp(),
@@ -86,7 +88,7 @@ class Directory:
         return token_id, value
 
     def authenticate(self, value: str) -> Principal | None:
-        digest = _hash(value)
+        digest = hash_token(value)
         with self.database.read() as conn:
             row = conn.execute(select(tokens).where(tokens.c.token_hash == digest)).first()
         if row is None or not hmac.compare_digest(row.token_hash, digest):
@@ -106,23 +108,38 @@ class Directory:
         with self.database.read() as conn:
             return conn.execute(select(tokens.c.token_id).limit(1)).first() is not None
 
-    def create_workstream(self, owner_user_id: str | None, name: str = "") -> str:
+    def create_workstream(self, owner_user_id: str | None, name: str = "", project_id: str | None = None,
+                          persona_memory: bool = True) -> str:
         workstream_id = str(uuid.uuid4())
         with self.database.write() as conn:
             if owner_user_id and conn.execute(select(users.c.user_id).where(users.c.user_id == owner_user_id)).first() is None:
                 raise NotFound(f"user not found: {owner_user_id}")
             conn.execute(
                 insert(workstreams).values(
-                    workstream_id=workstream_id, name=name, owner_user_id=owner_user_id or None, created=utc_timestamp()
+                    workstream_id=workstream_id, name=name, owner_user_id=owner_user_id or None, created=utc_timestamp(),
+                    project_id=project_id or None, persona_memory=persona_memory,
                 )
             )
         return workstream_id
 
+    def change_workstream(self, workstream_id: str, changes: dict[str, object]) -> Workstream:
+        """Apply ``project_id`` (None detaches) and/or ``persona_memory``."""
+        allowed = {key: value for key, value in changes.items() if key in ("project_id", "persona_memory")}
+        with self.database.write() as conn:
+            if allowed:
+                conn.execute(update(workstreams).where(workstreams.c.workstream_id == workstream_id).values(**allowed))
+        found = self.workstream(workstream_id)
+        if found is None:
+            raise NotFound("Workstream not found")
+        return found
+
     def workstream(self, workstream_id: str) -> Workstream | None:
         with self.database.read() as conn:
             row = conn.execute(select(workstreams).where(workstreams.c.workstream_id == workstream_id)).first()
-        return Workstream(row.workstream_id, row.name, row.owner_user_id) if row else None
+        if row is None:
+            return None
+        return Workstream(row.workstream_id, row.name, row.owner_user_id, row.project_id, bool(row.persona_memory))
 
 
-def _hash(value: str) -> str:
+def hash_token(value: str) -> str:
     return hashlib.sha256(value.encode()).hexdigest()

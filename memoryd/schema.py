@@ -13,6 +13,7 @@ that the migrations and this module agree. Three groups:
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     Column,
     ForeignKey,
     Index,
@@ -23,6 +24,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    true,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 
@@ -100,6 +102,32 @@ workstreams = Table(
     Column("name", Text, nullable=False),
     Column("owner_user_id", String(36), ForeignKey("users.user_id"), nullable=True),
     Column("created", String(19), nullable=False),
+    Column("project_id", String(36), nullable=True),  # the attached project, if any
+    Column("persona_memory", Boolean, nullable=False, server_default=true()),  # the persona's memory lever
+)
+
+# Agent sessions: each acts for one user (or anonymously) in one workstream,
+# through a token of its own.
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("session_id", String(36), primary_key=True),
+    Column("kind", String(16), nullable=False),  # interactive | coordinator
+    Column("user_id", String(36), nullable=True),  # None: anonymous
+    Column("workstream_id", String(36), ForeignKey("workstreams.workstream_id"), nullable=False),
+    Column("parent_session_id", String(36), nullable=True),  # a coordinator's child
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("created", String(19), nullable=False),
+)
+
+# Reads of memories (tool get and search): telemetry beside the log, not in it,
+# so it survives a rebuild of the read model instead of being part of it.
+memory_access = Table(
+    "memory_access",
+    metadata,
+    Column("memory_id", String(36), primary_key=True),
+    Column("last_accessed", String(19), nullable=False),
+    Column("access_count", Integer, nullable=False),
 )
 
 # Idempotency keys are written in the same transaction as the event they

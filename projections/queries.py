@@ -1,4 +1,8 @@
-"""The read side: short queries over the ``structured_memories`` projection."""
+"""The read side: short queries over the ``structured_memories`` projection.
+
+Rows come with their access telemetry (``memory_access``, kept beside the log
+by tool reads) folded into ``last_accessed`` and ``access_count``.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Select, and_, func, or_, select
+from sqlalchemy.dialects.postgresql import insert as postgres_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from memoryd.db import Database
 from memoryd.domain import Namespace
-from memoryd.schema import events, projection_checkpoints
+from memoryd.schema import events, memory_access, projection_checkpoints
 from memoryd.schema import structured_memories as memories
 
 
@@ -30,9 +36,35 @@ class MemoryFilter:
     scopes: tuple[ScopePattern, ...] | None = None
 
 
+def _rows() -> Select[Any]:
+    """Memories with their reads folded in: latest access, and the count of reads."""
+    columns = [column for column in memories.c if column.key not in ("last_accessed", "access_count")]
+    return select(
+        *columns,
+        func.coalesce(memory_access.c.last_accessed, memories.c.last_accessed).label("last_accessed"),
+        (memories.c.access_count + func.coalesce(memory_access.c.access_count, 0)).label("access_count"),
+    ).select_from(memories.outerjoin(memory_access, memory_access.c.memory_id == memories.c.memory_id))
+
+
 def list_memories(conn: Connection, where: MemoryFilter, limit: int) -> list[dict[str, Any]]:
-    query = _filtered(select(memories), where).order_by(memories.c.updated.desc(), memories.c.memory_id).limit(limit)
+    query = _filtered(_rows(), where).order_by(memories.c.updated.desc(), memories.c.memory_id).limit(limit)
     return [dict(row._mapping) for row in conn.execute(query)]
+
+
+def find_memory(conn: Connection, name: str, namespace: Namespace) -> dict[str, Any] | None:
+    row = conn.execute(_rows().where(memories.c.name == name, memories.c.scope == namespace.scope,
+                                     memories.c.scope_id == namespace.scope_id)).first()
+    return dict(row._mapping) if row else None
+
+
+def record_access(conn: Connection, memory_ids: list[str], now: str) -> None:
+    """Count a read of each memory (tool get and search) without touching the log."""
+    insert = postgres_insert if conn.dialect.name == "postgresql" else sqlite_insert
+    for memory_id in dict.fromkeys(memory_ids):
+        statement = insert(memory_access).values(memory_id=memory_id, last_accessed=now, access_count=1)
+        conn.execute(statement.on_conflict_do_update(
+            index_elements=[memory_access.c.memory_id],
+            set_={"last_accessed": now, "access_count": memory_access.c.access_count + 1}))
 
 
 def iter_memories(conn: Connection, page: int = 1_000) -> Iterator[dict[str, Any]]:
@@ -46,7 +78,7 @@ def count_memories(conn: Connection, where: MemoryFilter) -> int:
 
 
 def get_memory(conn: Connection, memory_id: str) -> dict[str, Any] | None:
-    row = conn.execute(select(memories).where(memories.c.memory_id == memory_id)).first()
+    row = conn.execute(_rows().where(memories.c.memory_id == memory_id)).first()
     return dict(row._mapping) if row else None
 
 
@@ -55,7 +87,7 @@ def memories_in_order(conn: Connection, memory_ids: list[str]) -> list[dict[str,
     if not memory_ids:
         return []
     found = {row.memory_id: dict(row._mapping) for row in conn.execute(
-        select(memories).where(memories.c.memory_id.in_(memory_ids)))}
+        _rows().where(memories.c.memory_id.in_(memory_ids)))}
     return [found[memory_id] for memory_id in memory_ids if memory_id in found]
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-
 from typing import Any
 
 from sqlalchemy import Connection, delete, func, insert, select

@@ -28,15 +28,15 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from itertools import chain, repeat
 from dataclasses import dataclass
+from itertools import chain, repeat
 
 import numpy as np
 
 from events.types import MemoryDeleted, MemoryEvent, RecordedEvent
 from memoryd.domain import MEMORY_TYPES, Memory
 from projections.queries import MemoryFilter
-from projections.ranking import B, K1, idf, tokenize
+from projections.ranking import K1, B, idf, tokenize
 
 TYPE_CODES = {memory_type: code for code, memory_type in enumerate(MEMORY_TYPES)}
 ALL_TYPES = len(MEMORY_TYPES)  # the counters' last column sums every type

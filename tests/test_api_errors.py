@@ -237,6 +237,8 @@ OPERATIONS = {
     ("/v1/api/admin/projects/{project_id}/members/{user_id}", "put"),
     ("/v1/api/admin/projects/{project_id}/members/{user_id}", "delete"),
     ("/v1/api/admin/projects/{project_id}/archive", "post"), ("/v1/api/admin/projects/{project_id}/reactivate", "post"),
+    ("/v1/api/sessions", "post"), ("/v1/api/sessions/{session_id}/memory", "post"),
+    ("/v1/api/admin/workstreams", "post"), ("/v1/api/admin/workstreams/{workstream_id}", "patch"),
 }
 
 

@@ -9,7 +9,13 @@ from hypothesis import strategies as st
 from commands.handlers import Dependencies, save_memory
 from commands.model import SaveMemory
 from events.types import EventMetadata
-from memoryd.domain import MAX_NAME_LENGTH, Namespace, clean_name, clean_type, normalize_name
+from memoryd.domain import (
+    MAX_NAME_LENGTH,
+    Namespace,
+    clean_name,
+    clean_type,
+    normalize_name,
+)
 from memoryd.errors import ValidationError
 from projections.queries import MemoryLocator
 

@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
 from commands.model import DeleteMemory, SaveMemory
-from events.types import EventMetadata, MemoryDeleted, MemorySaved, MemoryUpdated, RecordedEvent
+from events.types import (
+    EventMetadata,
+    MemoryDeleted,
+    MemorySaved,
+    MemoryUpdated,
+    RecordedEvent,
+)
 from memoryd.domain import Memory, Namespace
 from projections.queries import MemoryFilter, ScopePattern
 from projections.ranking import idf, tokenize

@@ -1,0 +1,119 @@
+"""Agent sessions and their memory tool, and the workstreams they run in.
+
+``POST /v1/api/sessions`` (a service token or an admin) opens a session and
+returns its token; ``POST /v1/api/sessions/{id}/memory`` runs one memory tool
+call with that token and answers the tool's result. HTTP errors are for the
+transport only: a refused action is ``200 {"ok": false, ...}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response, jsonify, request
+
+from api.context import authorized, json_object, services
+from api.responses import respond
+from api.schemas import (
+    CreateSessionRequest,
+    CreateWorkstreamRequest,
+    SessionSchema,
+    WorkstreamChangeRequest,
+    WorkstreamSchema,
+    load,
+)
+from memoryd.errors import Forbidden, NotFound, Unauthorized, ValidationError
+from memoryd.sessions import Session
+from memoryd.tool import MemoryTool
+
+blueprint = Blueprint("sessions", __name__)
+
+
+@blueprint.post("/v1/api/sessions")
+@authorized("write", admin=True)
+def open_session() -> tuple[Response, int]:
+    body = load(CreateSessionRequest(), json_object())
+    session, token = services().sessions.create(body["kind"], body["workstream_id"], body["user_id"] or "",
+                                                body["parent_session_id"] or "")
+    workstream = services().directory.workstream(session.workstream_id)
+    return respond(SessionSchema(), _session_body(session) | {
+        "token": token, "project_id": workstream.project_id if workstream else None}, 201)
+
+
+@blueprint.post("/v1/api/sessions/<session_id>/memory")
+def memory_tool(session_id: str) -> tuple[Response, int]:
+    caller = _session_from_token()
+    session = services().sessions.get(session_id)
+    if session is None:
+        raise NotFound("session not found")
+    if caller.session_id != session.session_id:
+        raise Forbidden("this token belongs to another session")
+    return jsonify(MemoryTool(services()).run(session, json_object()).to_dict()), 200
+
+
+@blueprint.post("/v1/api/admin/workstreams")
+@authorized("write", admin=True)
+def create_workstream() -> tuple[Response, int]:
+    body = load(CreateWorkstreamRequest(), json_object())
+    owner = body["owner"]
+    if not services().directory.user_exists(owner):
+        raise NotFound(f"user not found: {owner}")
+    workstream_id = services().directory.create_workstream(
+        owner, body["name"], _existing_project(body["project_id"]), _persona_memory(body["persona"], True))
+    return respond(WorkstreamSchema(), _workstream_body(workstream_id), 201)
+
+
+@blueprint.patch("/v1/api/admin/workstreams/<workstream_id>")
+@authorized("write", admin=True)
+def change_workstream(workstream_id: str) -> tuple[Response, int]:
+    raw = json_object()
+    body = load(WorkstreamChangeRequest(), raw)
+    changes: dict[str, Any] = {}
+    if "project_id" in raw:
+        changes["project_id"] = _existing_project(body["project_id"])
+    if "persona" in raw:
+        changes["persona_memory"] = _persona_memory(body["persona"], True)
+    services().directory.change_workstream(workstream_id, changes)
+    return respond(WorkstreamSchema(), _workstream_body(workstream_id))
+
+
+def _session_from_token() -> Session:
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    token = token.strip() if scheme.lower() == "bearer" else ""
+    session = services().sessions.by_token(token) if token else None
+    if session is not None:
+        return session
+    if token and services().directory.authenticate(token) is not None:
+        raise Forbidden("the memory tool takes the session's own token")
+    raise Unauthorized("Unauthorized: missing or invalid token")
+
+
+def _existing_project(project_id: str | None) -> str | None:
+    if project_id:
+        from events.types import project_stream_id
+
+        if services().store.last_event(project_stream_id(project_id)) is None:
+            raise NotFound(f"project not found: {project_id}")
+    return project_id or None
+
+
+def _persona_memory(persona: Any, default: bool) -> bool:
+    if persona is None:
+        return default
+    memory = persona.get("memory", default) if isinstance(persona, dict) else None
+    if not isinstance(memory, bool):
+        raise ValidationError("persona must be an object like {\"memory\": true}")
+    return memory
+
+
+def _session_body(session: Session) -> dict[str, Any]:
+    return {"session_id": session.session_id, "kind": session.kind, "user_id": session.user_id or None,
+            "workstream_id": session.workstream_id, "parent_session_id": session.parent_session_id or None}
+
+
+def _workstream_body(workstream_id: str) -> dict[str, Any]:
+    workstream = services().directory.workstream(workstream_id)
+    if workstream is None:
+        raise NotFound("Workstream not found")
+    return {"workstream_id": workstream.workstream_id, "name": workstream.name, "owner": workstream.owner_user_id,
+            "project_id": workstream.project_id, "persona": {"memory": workstream.persona_memory}}

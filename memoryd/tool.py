@@ -1,0 +1,296 @@
+"""The ``memory`` tool an agent session uses: save, get, search, delete, list.
+
+Every call resolves the session live (its workstream, the attached project,
+the acting user's access to it), so a revoked member or an archived project
+fails closed at once. A refused or failed action is a result the model can
+act on (``ok: false`` with an error), never an exception.
+
+Scope rules (the spec's "Inherited target and coordinator scope"):
+
+* interactive sessions and coordinators' children may name ``global``,
+  ``workstream``, ``user`` and ``project``; coordinators ``coordinator`` and
+  ``project``;
+* without a scope, save/get/delete use the inherited target: the attached
+  project if there is one (never falling back elsewhere), else ``global`` for
+  interactive sessions and ``coordinator`` for coordinators;
+* without a scope, search and list span the visible envelope.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from commands.model import DeleteMemory, SaveMemory
+from events.types import EventMetadata, ProjectEvent, project_stream_id
+from memoryd.bootstrap import Services
+from memoryd.directory import Workstream
+from memoryd.domain import (
+    SCOPES,
+    Namespace,
+    clean_name,
+    clean_type_filter,
+    utc_timestamp,
+)
+from memoryd.errors import MemorydError, NotFound, ValidationError
+from memoryd.projects import ACTIVE, Project
+from memoryd.sessions import Session
+from projections.queries import (
+    MemoryFilter,
+    ScopePattern,
+    find_memory,
+    list_memories,
+    record_access,
+)
+
+INTERACTIVE_SCOPES = ("global", "workstream", "user", "project")
+COORDINATOR_SCOPES = ("coordinator", "project")
+DEFAULT_LIMIT, MAX_LIMIT = 20, 50
+
+
+class ToolRefusal(Exception):
+    """An action the model asked for and cannot have; the message tells it why."""
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    ok: bool
+    text: str
+    error: str = ""
+    memory: dict[str, Any] | None = None
+    memories: list[dict[str, Any]] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"ok": self.ok}
+        if self.error:
+            body["error"] = self.error
+        if self.memory is not None:
+            body["memory"] = self.memory
+        if self.memories is not None:
+            body["memories"] = self.memories
+        return body | {"text": self.text}
+
+
+@dataclass(frozen=True)
+class Context:
+    """A session as it stands at this call."""
+
+    session: Session
+    workstream: Workstream
+    project: Project | None = field(default=None)  # the attached project, read live from the log
+
+    @property
+    def user_id(self) -> str:
+        return self.session.user_id
+
+    @property
+    def allowed(self) -> tuple[str, ...]:
+        return COORDINATOR_SCOPES if self.session.is_coordinator else INTERACTIVE_SCOPES
+
+    def project_access(self) -> str | None:
+        """``read``/``write`` on the attached project if it is active and the user may, else None."""
+        if self.project is None or self.project.state != ACTIVE:
+            return None
+        return self.project.access_of(self.user_id)
+
+
+class MemoryTool:
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    def run(self, session: Session, arguments: dict[str, Any]) -> ToolResult:
+        action = str(arguments.get("action") or "").strip().lower()
+        handler = {"save": self._save, "get": self._get, "search": self._search, "delete": self._delete,
+                   "list": self._list}.get(action)
+        try:
+            if handler is None:
+                raise ToolRefusal(f"unknown action '{action}'. Valid: save, get, search, delete, list")
+            context = self._context(session)
+            if not context.workstream.persona_memory:
+                raise ToolRefusal("memory is turned off for this workstream's persona")
+            return handler(context, arguments)
+        except (ToolRefusal, ValidationError) as refusal:
+            message = refusal.message if isinstance(refusal, MemorydError) else str(refusal)
+            return ToolResult(ok=False, error=message, text=f"Error: {message}")
+
+    # -- actions -------------------------------------------------------------------
+
+    def _save(self, context: Context, arguments: dict[str, Any]) -> ToolResult:
+        command = SaveMemory.validated(
+            name=_required(arguments, "name", "save"), content=arguments.get("content"),
+            description=arguments.get("description"), type=arguments.get("type"),
+            max_content=self.services.config.memory.max_content,
+            resolve_namespace=lambda: self._target(context, arguments.get("scope"), write=True),
+        )
+        outcome = self.services.bus.handle(command, self._metadata(context))
+        verb = "Saved" if outcome.created else "Updated"
+        return ToolResult(True, f"{verb} memory '{command.name}' (scope={command.namespace.scope})",
+                          memory=outcome.memory.to_dict())
+
+    def _get(self, context: Context, arguments: dict[str, Any]) -> ToolResult:
+        name = clean_name(_required(arguments, "name", "get"))
+        namespace = self._target(context, arguments.get("scope"), write=False)
+        with self.services.database.read() as conn:
+            found = find_memory(conn, name, namespace)
+        if found is not None:
+            found = self._touched([found])[0]
+        if found is None:
+            raise ToolRefusal(f"no memory named '{name}' in scope '{namespace.scope}'" + self._hint(context, name, namespace))
+        return ToolResult(True, _render(found, full=True), memory=found)
+
+    def _delete(self, context: Context, arguments: dict[str, Any]) -> ToolResult:
+        name = clean_name(_required(arguments, "name", "delete"))
+        namespace = self._target(context, arguments.get("scope"), write=True)
+        try:
+            outcome = self.services.bus.handle(DeleteMemory(name, namespace), self._metadata(context))
+        except NotFound:
+            raise ToolRefusal(f"no memory named '{name}' in scope '{namespace.scope}'"
+                              + self._hint(context, name, namespace)) from None
+        return ToolResult(True, f"Deleted memory '{name}' (scope={namespace.scope})", memory=outcome.memory.to_dict())
+
+    def _search(self, context: Context, arguments: dict[str, Any]) -> ToolResult:
+        query = str(arguments.get("query") or "").strip()
+        if not query:
+            raise ToolRefusal("'query' is required for search")
+        where = self._visible(context, arguments)
+        with self.services.database.read() as conn:
+            found = self.services.search.memories(conn, where, query, _limit(arguments))
+        found = self._touched(found)
+        return ToolResult(True, _render_list(found, "No memories match."), memories=found)
+
+    def _list(self, context: Context, arguments: dict[str, Any]) -> ToolResult:
+        with self.services.database.read() as conn:
+            found = list_memories(conn, self._visible(context, arguments), _limit(arguments))
+        return ToolResult(True, _render_list(found, "No memories stored."), memories=found)
+
+    # -- scopes --------------------------------------------------------------------
+
+    def _context(self, session: Session) -> Context:
+        workstream = self.services.directory.workstream(session.workstream_id)
+        if workstream is None:
+            raise ToolRefusal("this session's workstream no longer exists")
+        project = None
+        if workstream.project_id:
+            last = self.services.store.last_event(project_stream_id(workstream.project_id))
+            event = last.to_domain() if last is not None else None
+            project = event.project if isinstance(event, ProjectEvent) else None
+        return Context(session, workstream, project)
+
+    def _scope(self, context: Context, raw: Any) -> str:
+        scope = str(raw).strip().lower()
+        if scope not in SCOPES:
+            raise ToolRefusal(f"invalid scope '{raw}'. Valid: {', '.join(SCOPES)}")
+        if scope not in context.allowed:
+            raise ToolRefusal(f"scope '{scope}' is unavailable to this {context.session.kind} session; "
+                              f"it may use: {', '.join(context.allowed)}")
+        return scope
+
+    def _target(self, context: Context, raw: Any, *, write: bool) -> Namespace:
+        """The one namespace a save, get or delete addresses."""
+        if raw is None or str(raw).strip() == "":
+            scope = "project" if context.workstream.project_id else (
+                "coordinator" if context.session.is_coordinator else "global")
+        else:
+            scope = self._scope(context, raw)
+        return self._namespace(context, scope, write=write)
+
+    def _namespace(self, context: Context, scope: str, *, write: bool) -> Namespace:
+        if scope == "global":
+            return Namespace("global", "")
+        if scope == "workstream":
+            return Namespace("workstream", context.workstream.workstream_id)
+        if scope in ("user", "coordinator"):
+            if not context.user_id:
+                raise ToolRefusal(f"'{scope}' scope requires an authenticated acting user")
+            return Namespace(scope, context.user_id)
+        verb = "changed" if write else "read"
+        if not context.workstream.project_id:
+            raise ToolRefusal(f"this workstream is not attached to a project; project-scoped memory cannot be {verb}.")
+        access = context.project_access()
+        if access is None:
+            raise ToolRefusal(f"the acting user cannot access the active attached project; "
+                              f"project-scoped memory cannot be {verb}.")
+        if write and access != "write":
+            raise ToolRefusal("the acting user has read-only access to the attached project; "
+                              "project-scoped memory cannot be changed.")
+        return Namespace("project", context.workstream.project_id)
+
+    def _envelope(self, context: Context) -> list[Namespace | ScopePattern]:
+        """Everything search and list may span without a scope."""
+        visible: list[Namespace | ScopePattern] = []
+        if context.session.is_coordinator:
+            visible.append(Namespace("coordinator", context.user_id))
+        else:
+            visible += [ScopePattern("global"), Namespace("workstream", context.workstream.workstream_id)]
+            if context.user_id:
+                visible.append(Namespace("user", context.user_id))
+        if context.project_access() is not None:
+            visible.append(Namespace("project", context.workstream.project_id or ""))
+        return visible
+
+    def _visible(self, context: Context, arguments: dict[str, Any]) -> MemoryFilter:
+        memory_type = clean_type_filter(arguments.get("type") or "")
+        raw = arguments.get("scope")
+        if raw is None or str(raw).strip() == "":
+            chosen = self._envelope(context)
+        else:
+            namespace = self._namespace(context, self._scope(context, raw), write=False)
+            chosen = [ScopePattern("global") if namespace.scope == "global" else namespace]
+        patterns = tuple(p if isinstance(p, ScopePattern) else ScopePattern(p.scope, p.scope_id) for p in chosen)
+        return MemoryFilter(type=memory_type, scopes=patterns)
+
+    def _hint(self, context: Context, name: str, missed: Namespace) -> str:
+        """Where else the session can see this name (never probing scopes it cannot)."""
+        elsewhere = []
+        with self.services.database.read() as conn:
+            for candidate in self._envelope(context):
+                namespace = Namespace(candidate.scope, candidate.scope_id or "")
+                if namespace != missed and find_memory(conn, name, namespace) is not None:
+                    elsewhere.append(namespace.scope)
+        if missed.scope == "project" and context.project_access() == "read":
+            return ". Project access is read-only."
+        if not elsewhere:
+            return ""
+        scopes = ", ".join(f"'{scope}'" for scope in elsewhere)
+        return f". It exists in scope {scopes}: call memory(action='get', name='{name}', scope='{elsewhere[0]}')."
+
+    def _touched(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Count this read of each row (telemetry beside the log) and answer with it counted."""
+        if not rows:
+            return rows
+        now = utc_timestamp()
+        with self.services.database.write() as conn:
+            record_access(conn, [row["memory_id"] for row in rows], now)
+        return [row | {"last_accessed": now, "access_count": row["access_count"] + 1} for row in rows]
+
+    def _metadata(self, context: Context) -> EventMetadata:
+        return EventMetadata(actor_user_id=context.user_id, surface="tool", session_id=context.session.session_id,
+                             workstream_id=context.workstream.workstream_id)
+
+
+def _required(arguments: dict[str, Any], field_name: str, action: str) -> Any:
+    value = arguments.get(field_name)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise ToolRefusal(f"'{field_name}' is required for {action}")
+    return value
+
+
+def _limit(arguments: dict[str, Any]) -> int:
+    raw = arguments.get("limit", DEFAULT_LIMIT)
+    if isinstance(raw, bool) or not isinstance(raw, (int, str)) or not str(raw).strip().lstrip("-").isdigit():
+        raise ToolRefusal("limit must be an integer")
+    return max(1, min(MAX_LIMIT, int(raw)))  # capped, not rejected
+
+
+def _render(row: dict[str, Any], *, full: bool = False) -> str:
+    header = f"[{row['type']}:{row['scope']}] {row['name']}"
+    if not full:
+        return f"{header} - {row['description']}"
+    return f"{header}\n{row['description']}\n\n{row['content']}"
+
+
+def _render_list(rows: list[dict[str, Any]], empty: str) -> str:
+    if not rows:
+        return empty
+    lines = [_render(row) for row in rows]
+    return "\n".join(lines) + "\n\nCall memory(action='get') with the displayed name and scope for the full content."
