@@ -76,6 +76,8 @@ def build_openapi() -> dict[str, Any]:
     })
     spec.path("/v1/api/admin/projects/{project_id}", operations={
         "get": _operation("Get a project", schemas.ProjectSchema, path=("project_id",)),
+        "delete": _operation("Delete a project and every memory in its scope", schemas.DeletedProjectSchema,
+                             path=("project_id",)),
     })
     spec.path("/v1/api/admin/projects/{project_id}/members/{user_id}", operations={
         "put": _operation("Grant or change a member's access", schemas.ProjectSchema, body=schemas.GrantAccessRequest,

@@ -12,10 +12,17 @@ from flask import Blueprint, Response
 
 from api.context import authorized, json_object, run_command, services
 from api.responses import POSITION_HEADER, respond
-from api.schemas import CreateProjectRequest, GrantAccessRequest, ProjectSchema, load
+from api.schemas import (
+    CreateProjectRequest,
+    DeletedProjectSchema,
+    GrantAccessRequest,
+    ProjectSchema,
+    load,
+)
 from commands.projects import (
     ArchiveProject,
     CreateProject,
+    DeleteProject,
     GrantProjectAccess,
     ProjectOutcome,
     ReactivateProject,
@@ -57,6 +64,16 @@ def grant(project_id: str, user_id: str) -> tuple[Response, int]:
 @authorized("write", admin=True)
 def revoke(project_id: str, user_id: str) -> tuple[Response, int]:
     return _answer(run_command(RevokeProjectAccess(project_id, user_id), "admin"))
+
+
+@blueprint.delete("/<project_id>")
+@authorized("write", admin=True)
+def delete(project_id: str) -> tuple[Response, int]:
+    """Delete the project and every memory in its scope (each a memory.delete event)."""
+    outcome = run_command(DeleteProject(project_id), "admin")
+    response, status = respond(DeletedProjectSchema(), {"status": "ok", "project_id": project_id})
+    response.headers[POSITION_HEADER] = str(outcome.position)
+    return response, status
 
 
 @blueprint.post("/<project_id>/archive")

@@ -257,6 +257,11 @@ class ToolResultSchema(Schema):
     text = fields.String(metadata={"description": "what the model reads"})
 
 
+class DeletedProjectSchema(Schema):
+    status = fields.String(metadata={"example": "ok"})
+    project_id = fields.String()
+
+
 class ErrorSchema(Schema):
     error = fields.String()
 

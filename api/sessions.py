@@ -22,6 +22,8 @@ from api.schemas import (
     WorkstreamSchema,
     load,
 )
+from commands.projects import current_project
+from events.types import project_stream_id
 from memoryd.errors import Forbidden, NotFound, Unauthorized, ValidationError
 from memoryd.sessions import Session
 from memoryd.tool import MemoryTool
@@ -89,11 +91,8 @@ def _session_from_token() -> Session:
 
 
 def _existing_project(project_id: str | None) -> str | None:
-    if project_id:
-        from events.types import project_stream_id
-
-        if services().store.last_event(project_stream_id(project_id)) is None:
-            raise NotFound(f"project not found: {project_id}")
+    if project_id and current_project(services().store.last_event(project_stream_id(project_id))) is None:
+        raise NotFound(f"project not found: {project_id}")
     return project_id or None
 
 

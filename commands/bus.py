@@ -17,12 +17,14 @@ from commands.model import DeleteMemory, DeleteMemoryById, SaveMemory
 from commands.projects import (
     ArchiveProject,
     CreateProject,
+    DeleteProject,
     GrantProjectAccess,
     ProjectOutcome,
     ReactivateProject,
     RevokeProjectAccess,
     archive_project,
     create_project,
+    delete_project,
     grant_project_access,
     reactivate_project,
     revoke_project_access,
@@ -39,6 +41,7 @@ HANDLERS: dict[type, Callable[..., Any]] = {
     RevokeProjectAccess: revoke_project_access,
     ArchiveProject: archive_project,
     ReactivateProject: reactivate_project,
+    DeleteProject: delete_project,
 }
 
 

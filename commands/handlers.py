@@ -37,9 +37,11 @@ Claim = Callable[[Connection, int], None] | None  # runs in the append's transac
 
 
 class MemoryLocator(Protocol):
-    """Finds the identity of a memory id (a read model answers; the stream decides)."""
+    """Finds memories' identities (a read model answers; the streams decide)."""
 
     def identity_of(self, memory_id: str) -> tuple[str, Namespace] | None: ...
+
+    def names_in(self, namespace: Namespace) -> list[str]: ...
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,7 @@ def _decide_save(command: SaveMemory, current: Memory | None, deps: Dependencies
     return MemoryUpdated(changed)
 
 
-def _current(last: RecordedEvent | None) -> Memory | None:
+def current_memory(last: RecordedEvent | None) -> Memory | None:
     """A stream's state: the memory its newest event left, or None if deleted or new."""
     if last is None:
         return None
@@ -119,7 +121,7 @@ def _decide_and_append(
     deps: Dependencies,
     claim: Claim,
 ) -> Outcome:
-    event, position = append_decision(stream_id, lambda last: decide(_current(last)), metadata, deps, claim)
+    event, position = append_decision(stream_id, lambda last: decide(current_memory(last)), metadata, deps, claim)
     assert isinstance(event, MemoryEvent)
     return Outcome(event.memory, created=isinstance(event, MemorySaved), position=position)
 
@@ -156,7 +158,7 @@ def save_many(commands: list[SaveMemory], metadata: EventMetadata, deps: Depende
         streams = [memory_stream_id(c.name, c.namespace.scope, c.namespace.scope_id) for c in commands]
         latest = deps.store.last_events(set(streams))
         versions = {stream: (event.stream_version if event else 0) for stream, event in latest.items()}
-        state = {stream: _current(event) for stream, event in latest.items()}
+        state = {stream: current_memory(event) for stream, event in latest.items()}
         appends, created = [], []
         for command, stream in zip(commands, streams):
             event = _decide_save(command, state[stream], deps)

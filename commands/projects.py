@@ -9,20 +9,32 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
-from commands.handlers import Claim, Dependencies, append_decision
+from commands.handlers import (
+    MAX_ATTEMPTS,
+    Claim,
+    Dependencies,
+    append_decision,
+    current_memory,
+)
+from events.store import ConcurrencyConflict
 from events.types import (
     EventMetadata,
+    MemoryDeleted,
     ProjectAccessGranted,
     ProjectAccessRevoked,
     ProjectArchived,
     ProjectCreated,
+    ProjectDeleted,
     ProjectEvent,
     ProjectReactivated,
     RecordedEvent,
+    memory_stream_id,
     project_stream_id,
 )
-from memoryd.errors import NotFound, ValidationError
+from memoryd.domain import Namespace
+from memoryd.errors import Conflict, NotFound, ValidationError
 from memoryd.projects import ACTIVE, ARCHIVED, Project
 
 
@@ -57,7 +69,11 @@ class ReactivateProject:
     project_id: str
 
 
-ProjectCommand = CreateProject | GrantProjectAccess | RevokeProjectAccess | ArchiveProject | ReactivateProject
+@dataclass(frozen=True)
+class DeleteProject:
+    project_id: str
+
+
 
 
 @dataclass(frozen=True)
@@ -67,10 +83,36 @@ class ProjectOutcome:
 
 
 def current_project(last: RecordedEvent | None) -> Project | None:
+    """The project as its newest event left it; None if it never existed or was deleted."""
     if last is None:
         return None
     event = last.to_domain()
-    return event.project if isinstance(event, ProjectEvent) else None
+    return event.project if isinstance(event, ProjectEvent) and not isinstance(event, ProjectDeleted) else None
+
+
+def delete_project(command: DeleteProject, metadata: EventMetadata, deps: Dependencies, claim: Claim = None
+                   ) -> ProjectOutcome:
+    """Delete the project and, in the same append, every memory in its scope (each a memory.delete)."""
+    stream = project_stream_id(command.project_id)
+    for _ in range(MAX_ATTEMPTS):
+        last = deps.store.last_event(stream)
+        project = current_project(last)
+        if project is None or last is None:
+            raise NotFound(f"project not found: {command.project_id}")
+        names = deps.locator.names_in(Namespace("project", command.project_id))
+        streams = {name: memory_stream_id(name, "project", command.project_id) for name in names}
+        latest = deps.store.last_events(set(streams.values())) if streams else {}
+        appends: list[tuple[str, int, Any]] = [(stream, last.stream_version + 1, ProjectDeleted(project))]
+        for stream_id, newest in latest.items():
+            memory = current_memory(newest)
+            if memory is not None and newest is not None:
+                appends.append((stream_id, newest.stream_version + 1, MemoryDeleted(memory)))
+        try:
+            positions = deps.store.append_many(appends, metadata, claim)
+        except ConcurrencyConflict:
+            continue
+        return ProjectOutcome(project, positions[-1])
+    raise Conflict(f"too many concurrent writes to project {command.project_id}; try again")
 
 
 def create_project(command: CreateProject, metadata: EventMetadata, deps: Dependencies, claim: Claim = None

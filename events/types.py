@@ -102,12 +102,19 @@ class ProjectReactivated(ProjectEvent):
     event_type: ClassVar[str] = "project.reactivate"
 
 
+@dataclass(frozen=True)
+class ProjectDeleted(ProjectEvent):
+    """The project is gone; its memories were deleted by memory.delete events in the same append."""
+
+    event_type: ClassVar[str] = "project.delete"
+
+
 DomainEvent = MemoryEvent | ProjectEvent
 MEMORY_EVENT_TYPES = (MEMORY_SAVED, MEMORY_UPDATED, MEMORY_DELETED)
 EVENT_CLASSES: dict[str, type[MemoryEvent] | type[ProjectEvent]] = {
     cls.event_type: cls
     for cls in (MemorySaved, MemoryUpdated, MemoryDeleted, ProjectCreated, ProjectAccessGranted, ProjectAccessRevoked,
-                ProjectArchived, ProjectReactivated)
+                ProjectArchived, ProjectReactivated, ProjectDeleted)
 }
 
 

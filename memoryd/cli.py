@@ -333,3 +333,13 @@ def reactivate_project(project_id: str) -> None:
     from commands.projects import ReactivateProject
 
     _project_command(ReactivateProject(project_id))
+
+
+@projects_group.command("delete")
+@click.argument("project_id")
+@_reported
+def delete_project(project_id: str) -> None:
+    """Delete a project and every memory in its scope (each deletion an event)."""
+    from commands.projects import DeleteProject
+
+    _project_command(DeleteProject(project_id))

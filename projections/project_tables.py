@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select
 
-from events.types import ProjectEvent, RecordedEvent
+from events.types import ProjectDeleted, ProjectEvent, RecordedEvent
 from memoryd.projects import Project
 from memoryd.schema import project_members, projects
 
@@ -25,6 +25,8 @@ class ProjectTablesProjection:
         project = event.project
         conn.execute(delete(project_members).where(project_members.c.project_id == project.project_id))
         conn.execute(delete(projects).where(projects.c.project_id == project.project_id))
+        if isinstance(event, ProjectDeleted):
+            return
         row = {key: value for key, value in project.to_dict().items() if key != "members"}
         conn.execute(insert(projects).values(row))
         if project.members:

@@ -119,6 +119,19 @@ class MemoryLocator:
             row = conn.execute(select(*columns).where(memories.c.memory_id == memory_id)).first()
         return (row.name, Namespace(row.scope, row.scope_id)) if row else None
 
+    def names_in(self, namespace: Namespace) -> list[str]:
+        """Names in a namespace: the read model's, plus any in the unprojected tail of the log."""
+        with self.database.read() as conn:
+            checkpoint = conn.execute(select(projection_checkpoints.c.position)
+                                      .where(projection_checkpoints.c.name == self.projection)).scalar() or 0
+            names = set(conn.execute(select(memories.c.name).where(
+                memories.c.scope == namespace.scope, memories.c.scope_id == namespace.scope_id)).scalars())
+            tail = conn.execute(select(events.c.payload).where(
+                events.c.position > checkpoint, events.c.payload[("memory", "scope")].as_string() == namespace.scope,
+                events.c.payload[("memory", "scope_id")].as_string() == namespace.scope_id)).scalars()
+            names.update(payload["memory"]["name"] for payload in tail)
+        return sorted(names)
+
 
 def _filtered(query: Select[Any], where: MemoryFilter) -> Select[Any]:
     if where.type:

@@ -234,6 +234,7 @@ OPERATIONS = {
     ("/v1/api/admin/memories/{memory_id}", "get"), ("/v1/api/admin/memories/{memory_id}", "delete"),
     ("/v1/api/admin/audit", "get"),
     ("/v1/api/admin/projects", "post"), ("/v1/api/admin/projects/{project_id}", "get"),
+    ("/v1/api/admin/projects/{project_id}", "delete"),
     ("/v1/api/admin/projects/{project_id}/members/{user_id}", "put"),
     ("/v1/api/admin/projects/{project_id}/members/{user_id}", "delete"),
     ("/v1/api/admin/projects/{project_id}/archive", "post"), ("/v1/api/admin/projects/{project_id}/reactivate", "post"),

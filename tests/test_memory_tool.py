@@ -211,3 +211,18 @@ def test_workstreams_attach_and_detach_projects(world, admin):
     assert tool.save("plan")["memory"]["scope"] == "global"
     assert admin.request("PATCH", f"/v1/api/admin/workstreams/{workstream}",
                          json={"project_id": "missing"}).status_code == 404
+
+
+def test_deleting_a_project_deletes_its_memories_through_events(world):
+    tool = world.session(world.workstream(world.owner, world.project), world.owner)
+    tool.save("plan")
+    tool.save("risks")
+    tool.save("elsewhere", scope="global")
+    response = world.admin.delete(f"{PROJECTS}/{world.project}")
+    assert response.status_code == 200 and response.json == {"status": "ok", "project_id": world.project}
+    tail = [e.event_type for e in world.services.store.iter_all()][-3:]
+    assert sorted(tail) == ["memory.delete", "memory.delete", "project.delete"]
+    assert [m["name"] for m in world.admin.get("/v1/api/admin/memories").json["memories"]] == ["elsewhere"]
+    assert world.admin.get(f"{PROJECTS}/{world.project}").status_code == 404
+    assert "cannot access the active attached project" in tool.save("plan")["error"]
+    assert world.admin.delete(f"{PROJECTS}/{world.project}").status_code == 404
