@@ -14,7 +14,7 @@ from typing import Any
 from marshmallow import EXCLUDE, Schema, fields, validate
 from marshmallow import ValidationError as SchemaError
 
-from events.types import MEMORY_EVENT_TYPES
+from events.types import EVENT_CLASSES
 from memoryd.domain import (
     REST_MAX_CONTENT,
     clean_content,
@@ -126,9 +126,10 @@ class AdminSearchQuery(AdminListQuery):
 
 
 class AuditQuery(RequestSchema):
-    action = _text("action", load_default="", validate=validate.OneOf(["", *MEMORY_EVENT_TYPES], error="action must be one of {choices}"))
+    action = _text("action", load_default="", validate=validate.OneOf(["", *EVENT_CLASSES], error="action must be one of {choices}"))
     actor = _text("actor", load_default="")
     memory_id = _text("memory_id", load_default="")
+    project_id = _text("project_id", load_default="")
     after = WholeNumber(load_default=0, validate=validate.Range(0, 2**63 - 1, error="after must be a log position (0 or more)"),
                         error_messages={"invalid": "after must be an integer"})
     limit = _limit(100, 1, 1000)
@@ -279,6 +280,11 @@ class AuditRecordSchema(Schema):
     client_ip = fields.String()
     request_id = fields.String()
     time = fields.String()
+    session_id = fields.String()
+    workstream_id = fields.String()
+    project_id = fields.String()
+    member = fields.String(metadata={"description": "project events: the user whose access changed"})
+    access = fields.String(metadata={"description": "that user's access after the change ('' when revoked)"})
 
 
 class AuditPageSchema(Schema):

@@ -7,7 +7,9 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
-from events.types import MEMORY_EVENT_TYPES
+from events.types import EVENT_CLASSES
+
+AUDITED = tuple(EVENT_CLASSES)  # every memory and project event
 from memoryd.schema import events
 
 
@@ -16,6 +18,7 @@ class AuditQuery:
     action: str = ""
     actor: str = ""
     memory_id: str = ""
+    project_id: str = ""
     after: int = 0
     limit: int = 100
 
@@ -34,16 +37,21 @@ class AuditRecord:
     client_ip: str
     request_id: str
     time: str
+    session_id: str = ""  # memory tool events
+    workstream_id: str = ""
+    project_id: str = ""  # project events: which project, whose access, now at which level
+    member: str = ""
+    access: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def list_audit(conn: Connection, query: AuditQuery) -> list[AuditRecord]:
-    """Memory events after ``query.after`` in position order, filtered."""
+    """Memory and project events after ``query.after`` in position order, filtered."""
     statement = (
         select(events.c.position, events.c.event_type, events.c.payload, events.c.meta, events.c.recorded_at)
-        .where(events.c.position > query.after, events.c.event_type.in_(MEMORY_EVENT_TYPES))
+        .where(events.c.position > query.after, events.c.event_type.in_(AUDITED))
         .order_by(events.c.position)
         .limit(query.limit)
     )
@@ -51,6 +59,8 @@ def list_audit(conn: Connection, query: AuditQuery) -> list[AuditRecord]:
         statement = statement.where(events.c.event_type == query.action)
     if query.actor:
         statement = statement.where(events.c.meta["actor_user_id"].as_string() == query.actor)
+    if query.project_id:
+        statement = statement.where(events.c.payload[("project", "project_id")].as_string() == query.project_id)
     if query.memory_id:
         statement = statement.where(events.c.payload[("memory", "memory_id")].as_string() == query.memory_id)
     return [_record(row) for row in conn.execute(statement)]
@@ -58,13 +68,15 @@ def list_audit(conn: Connection, query: AuditQuery) -> list[AuditRecord]:
 
 def _record(row: Any) -> AuditRecord:
     position, action, payload, metadata, recorded_at = row
-    memory = payload["memory"]
+    memory = payload.get("memory") or dict.fromkeys(("memory_id", "name", "scope", "scope_id", "type"), "")
+    project = payload.get("project") or {}
+    member = payload.get("member", "")
     return AuditRecord(
         position=position,
         action=action,
         actor=metadata.get("actor_user_id", ""),
         memory_id=memory["memory_id"],
-        name=memory["name"],
+        name=memory["name"] or project.get("name", ""),
         scope=memory["scope"],
         scope_id=memory["scope_id"],
         type=memory["type"],
@@ -72,4 +84,9 @@ def _record(row: Any) -> AuditRecord:
         client_ip=metadata.get("client_ip", ""),
         request_id=metadata.get("request_id", ""),
         time=recorded_at[:19],
+        session_id=metadata.get("session_id", ""),
+        workstream_id=metadata.get("workstream_id", ""),
+        project_id=project.get("project_id", ""),
+        member=member,
+        access=project.get("members", {}).get(member, "") if member else "",
     )

@@ -118,10 +118,58 @@ def workstreams() -> None:
 @workstreams.command("create")
 @click.option("--owner", "owner_user_id", required=True, help="The owning user's id.")
 @click.option("--name", default="", help="A display name.")
+@click.option("--project", "project_id", help="Attach this project.")
+@click.option("--memory/--no-memory", default=True, show_default=True, help="The persona's memory lever.")
 @_reported
-def create_workstream(owner_user_id: str, name: str) -> None:
+def create_workstream(owner_user_id: str, name: str, project_id: str | None, memory: bool) -> None:
     """Create a workstream; prints the new workstream id."""
-    click.echo(_services().directory.create_workstream(owner_user_id, name))
+    services = _services()
+    _check_project(services, project_id)
+    click.echo(services.directory.create_workstream(owner_user_id, name, project_id, memory))
+
+
+@workstreams.command("update")
+@click.argument("workstream_id")
+@click.option("--project", "project_id", help="Attach this project.")
+@click.option("--detach", is_flag=True, help="Detach the attached project.")
+@click.option("--memory/--no-memory", default=None, help="Turn the persona's memory lever on or off.")
+@_reported
+def update_workstream(workstream_id: str, project_id: str | None, detach: bool, memory: bool | None) -> None:
+    """Attach or detach a project, or flip the persona's memory lever."""
+    services = _services()
+    changes: dict[str, Any] = {}
+    if project_id or detach:
+        _check_project(services, project_id)
+        changes["project_id"] = None if detach else project_id
+    if memory is not None:
+        changes["persona_memory"] = memory
+    click.echo(services.directory.change_workstream(workstream_id, changes).workstream_id)
+
+
+def _check_project(services: Services, project_id: str | None) -> None:
+    from commands.projects import current_project
+    from events.types import project_stream_id
+
+    if project_id and current_project(services.store.last_event(project_stream_id(project_id))) is None:
+        raise click.ClickException(f"project not found: {project_id}")
+
+
+@main.group("sessions")
+def sessions_group() -> None:
+    """Open agent sessions."""
+
+
+@sessions_group.command("create")
+@click.option("--kind", type=click.Choice(["interactive", "coordinator"]), default="interactive", show_default=True)
+@click.option("--workstream", "workstream_id", required=True)
+@click.option("--user", "user_id", default="", help="The acting user (omit: anonymous).")
+@click.option("--parent", "parent_session_id", default="", help="A coordinator child's parent session.")
+@_reported
+def create_session(kind: str, workstream_id: str, user_id: str, parent_session_id: str) -> None:
+    """Open a session; prints its id, then its token alone on the last line."""
+    session, token = _services().sessions.create(kind, workstream_id, user_id, parent_session_id)
+    click.echo(session.session_id)
+    click.echo(token)
 
 
 @main.group()

@@ -306,7 +306,7 @@ def test_the_openapi_request_schemas_name_every_field(openapi):
         (f"{ADMIN}/search", "get", {"q", "type", "scope", "scope_id", "limit"}, {"q"}),
         (f"{ADMIN}/{{memory_id}}", "get", {"memory_id"}, {"memory_id"}),
         (f"{ADMIN}/{{memory_id}}", "delete", {"memory_id"}, {"memory_id"}),
-        (AUDIT, "get", {"action", "actor", "memory_id", "after", "limit"}, set()),
+        (AUDIT, "get", {"action", "actor", "memory_id", "project_id", "after", "limit"}, set()),
     ],
 )
 def test_the_openapi_document_names_every_parameter(openapi, path, method, parameters, required):

@@ -161,3 +161,22 @@ def test_projects_are_managed_from_the_command_line_and_logged(run, sqlite_url):
     assert [event.event_type for event in events] == [
         "project.create", "project.grant", "project.revoke", "project.archive", "project.reactivate"]
     assert {event.metadata["surface"] for event in events} == {"cli"}
+
+
+def test_workstreams_and_sessions_are_managed_from_the_command_line(run, sqlite_url):
+    owner = _last_line(run("users", "create", "owner"))
+    project = _last_line(run("projects", "create", "--owner", owner, "--name", "apollo"))
+    workstream = _last_line(run("workstreams", "create", "--owner", owner, "--project", project, "--no-memory"))
+    services = make_services(sqlite_url)
+    found = services.directory.workstream(workstream)
+    assert (found.project_id, found.persona_memory) == (project, False)
+    assert run("workstreams", "update", workstream, "--detach", "--memory").exit_code == 0
+    found = services.directory.workstream(workstream)
+    assert (found.project_id, found.persona_memory) == (None, True)
+    assert run("workstreams", "create", "--owner", owner, "--project", "missing").exit_code == 1
+    created = run("sessions", "create", "--kind", "coordinator", "--workstream", workstream, "--user", owner)
+    assert created.exit_code == 0, created.output
+    session = services.sessions.by_token(_last_line(created))
+    assert session is not None and session.kind == "coordinator" and session.user_id == owner
+    refused = run("sessions", "create", "--kind", "coordinator", "--workstream", workstream)
+    assert refused.exit_code == 1 and "require an authenticated user_id" in refused.output

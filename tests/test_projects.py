@@ -90,3 +90,19 @@ def test_the_project_read_model_rebuilds_from_the_log(admin, services, project):
     services.projector.rebuild(projection)
     assert admin.get(f"{PROJECTS}/{project['project_id']}").json == live
     assert table_rows(services) == []  # project events never touch the memory table
+
+
+def test_auditors_see_who_granted_changed_and_revoked_access(admin, services, project):
+    member = services.directory.create_user("member")
+    path = f"{PROJECTS}/{project['project_id']}/members/{member}"
+    admin.request("PUT", path, json={"access": "read"})
+    admin.request("PUT", path, json={"access": "write"})
+    admin.delete(path)
+    records = admin.get(f"/v1/api/admin/audit?project_id={project['project_id']}").json["records"]
+    assert [(r["action"], r["actor"], r["member"], r["access"]) for r in records] == [
+        ("project.create", admin.user_id, "", ""),
+        ("project.grant", admin.user_id, member, "read"),
+        ("project.grant", admin.user_id, member, "write"),
+        ("project.revoke", admin.user_id, member, ""),
+    ]
+    assert admin.get("/v1/api/admin/audit?action=project.revoke").json["records"][0]["member"] == member
