@@ -279,6 +279,11 @@ def test_admin_delete_is_audited_as_a_delete_through_the_admin_surface(admin, se
         "client_ip": "127.0.0.1",
         "request_id": "admin-cleanup-1",
         "time": "",
+        "session_id": "",
+        "workstream_id": "",
+        "project_id": "",
+        "member": "",
+        "access": "",
     }
 
 
