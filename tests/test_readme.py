@@ -1,0 +1,25 @@
+"""The Python shown in the README runs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from commands.model import SaveMemory
+from events.types import EventMetadata
+from memoryd.domain import Namespace
+from tests.conftest import make_services
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_the_embedding_example_in_the_readme_runs(sqlite_url, monkeypatch, capsys):
+    [example] = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    services = make_services(sqlite_url)
+    user_id = services.directory.create_user("agent")
+    workstream_id = services.directory.create_workstream(user_id, "ws")
+    services.bus.handle(SaveMemory("deploy_steps", "we deploy with buildkite", "how we deploy", None,
+                                   Namespace("global", "")), EventMetadata())
+    monkeypatch.setenv("MEMORYD_DATABASE_URL", sqlite_url)
+    exec(example, {"workstream_id": workstream_id, "user_id": user_id})  # noqa: S102 - our own README
+    assert "deploy_steps" in capsys.readouterr().out
