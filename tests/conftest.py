@@ -114,20 +114,30 @@ def make_services(url: str, redis_url: str = "", queue: str | None = None, **ser
     return services
 
 
-@pytest.fixture
-def built(sqlite_url: str) -> Iterator[Callable[..., Services]]:
-    """``built(redis_url="", queue=None, **server_settings)``: services on SQLite, disposed afterwards."""
+def _builder(url: str) -> Iterator[Callable[..., Services]]:
     made: list[Services] = []
 
     def build(redis_url: str = "", queue: str | None = None, **server: Any) -> Services:
-        made.append(make_services(sqlite_url, redis_url, queue, **server))
+        made.append(make_services(url, redis_url, queue, **server))
         return made[-1]
 
     yield build
-    for services in made:
+    for services in made:  # even when the test failed: no connection outlives its test
         services.database.dispose()
         if services.redis is not None:
             services.redis.close()
+
+
+@pytest.fixture
+def built(sqlite_url: str) -> Iterator[Callable[..., Services]]:
+    """``built(redis_url="", queue=None, **server_settings)``: services on SQLite, disposed afterwards."""
+    yield from _builder(sqlite_url)
+
+
+@pytest.fixture
+def built_postgres(postgres_url: str) -> Iterator[Callable[..., Services]]:
+    """``built`` on a fresh PostgreSQL schema."""
+    yield from _builder(postgres_url)
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ import urllib.request
 
 import pytest
 
-from tests.conftest import make_services
 from tests.test_cli import _free_port
 from tests.test_workers import _spawn_worker
 
@@ -33,8 +32,8 @@ def _call(port: int, token: str, method: str, path: str, body: dict | None = Non
         return error.code, json.loads(error.read()), dict(error.headers)
 
 
-def test_two_gunicorn_processes_and_a_worker_serve_reads_of_their_own_writes(postgres_url, redis_url):
-    services = make_services(postgres_url, redis_url=redis_url)
+def test_two_gunicorn_processes_and_a_worker_serve_reads_of_their_own_writes(built_postgres, postgres_url, redis_url):
+    services = built_postgres(redis_url)
     user = services.directory.create_user("agent")
     _, token = services.directory.create_token(user, ["read", "write"], [])
     port = _free_port()

@@ -20,7 +20,6 @@ from events.store import ConcurrencyConflict
 from events.types import EventMetadata, MemorySaved, memory_stream_id
 from memoryd.domain import Memory, Namespace
 from projections.projector import Projector
-from tests.conftest import make_services
 from tests.helpers import rebuild_equals_live, run_queued_jobs, table_rows
 from tests.test_never_skip import RecordingProjection
 from workers import jobs
@@ -61,12 +60,11 @@ def test_a_hundred_racing_pairs_at_the_same_expected_version_have_one_winner_eac
 
 
 @pytest.fixture
-def queued(postgres_url: str, redis_url: str) -> Iterator:
+def queued(built_postgres, redis_url: str) -> Iterator:
     """Services that project through the Redis queue, with no worker running yet."""
-    services = make_services(postgres_url, redis_url=redis_url)
+    services = built_postgres(redis_url)
     jobs.bind(services)
     yield services
-    services.database.dispose()
 
 
 def test_a_save_enqueues_one_job_that_a_worker_projects(queued):
@@ -132,8 +130,8 @@ class Writer(threading.Thread):
                 self.errors.append(error)
 
 
-def test_workers_killed_mid_catch_up_twenty_times_leave_the_table_equal_to_a_rebuild(postgres_url, redis_url):
-    services = make_services(postgres_url, redis_url=redis_url)
+def test_workers_killed_mid_catch_up_twenty_times_leave_the_table_equal_to_a_rebuild(built_postgres, redis_url):
+    services = built_postgres(redis_url)
     for index in range(1_500):  # a backlog, so the first workers die in the middle of a catch-up
         _save(services, f"note_{index % 300}", f"backlog {index}")
     writer = Writer(services)
@@ -180,17 +178,19 @@ def private_redis() -> Iterator[tuple[str, callable, callable]]:
         raise AssertionError("the private redis-server did not start")
 
     def stop() -> None:
-        process[-1].terminate()
-        process[-1].wait()
+        if process[-1].poll() is None:
+            process[-1].terminate()
+            process[-1].wait()
 
     start()
     yield f"redis://127.0.0.1:{port}/0", start, stop
     stop()
 
 
-def test_with_redis_stopped_writes_still_land_and_projections_catch_up_with_no_manual_step(postgres_url, private_redis):
+def test_with_redis_stopped_writes_still_land_and_projections_catch_up_with_no_manual_step(built_postgres,
+                                                                                          private_redis):
     redis_url, start_redis, stop_redis = private_redis
-    services = make_services(postgres_url, redis_url=redis_url)
+    services = built_postgres(redis_url)
     worker = _spawn_worker(services)
     try:
         first = _save(services, "before_outage")
@@ -209,4 +209,20 @@ def test_with_redis_stopped_writes_still_land_and_projections_catch_up_with_no_m
     names = {row["name"] for row in table_rows(services)}
     assert names == {"before_outage", "after_outage", *(f"during_outage_{index}" for index in range(30))}
     assert rebuild_equals_live(services)
-    services.database.dispose()
+
+
+def test_a_worker_waiting_for_redis_to_come_back_stops_when_asked(built_postgres, private_redis):
+    redis_url, _, stop_redis = private_redis
+    services = built_postgres(redis_url)
+    worker = _spawn_worker(services)
+    try:
+        _save(services, "before")
+        assert services.projector.wait_for(services.store.head_position(), timeout=20)[0]
+        stop_redis()
+        time.sleep(3)  # the RQ loop has lost Redis: the worker now waits between retries
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(timeout=15) == 0
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()

@@ -12,8 +12,9 @@ of one projection queue on its checkpoint row, so none applies an event twice.
 from __future__ import annotations
 
 import logging
+import signal
 import threading
-import time
+from typing import Any
 
 from redis.exceptions import RedisError
 from rq import SimpleWorker
@@ -45,6 +46,18 @@ class PeriodicCatchUp(threading.Thread):
                 log.exception("periodic catch-up failed; retrying in %.1f s", self.interval)
 
 
+class _StoppableWorker(SimpleWorker):
+    """Remembers a stop request beyond its own life, so a retry loop around it ends too."""
+
+    def __init__(self, *args: Any, stopping: threading.Event, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.stopping = stopping
+
+    def request_stop(self, signum: Any, frame: Any) -> None:
+        self.stopping.set()
+        super().request_stop(signum, frame)
+
+
 def run_worker(services: Services, *, burst: bool = False) -> None:
     if services.redis is None or services.queue is None:
         raise RuntimeError("memoryd worker needs Redis: set MEMORYD_REDIS_URL or [workers] redis_url")
@@ -53,13 +66,18 @@ def run_worker(services: Services, *, burst: bool = False) -> None:
     periodic.start()
     try:
         services.projector.catch_up()
-        while True:
+        stopping = threading.Event()
+        while not stopping.is_set():
             try:
-                worker = SimpleWorker([services.queue], connection=services.redis, serializer=services.queue.serializer)
+                worker = _StoppableWorker([services.queue], connection=services.redis,
+                                          serializer=services.queue.serializer, stopping=stopping)
                 worker.work(burst=burst, with_scheduler=False)
                 return  # a burst finished, or a requested (warm) shutdown
             except RedisError as error:  # the periodic catch-up keeps projecting meanwhile
                 log.warning("lost Redis (%s); retrying in %.0f s", error, REDIS_RETRY_SECONDS)
-                time.sleep(REDIS_RETRY_SECONDS)
+            # Between RQ workers, a stop request is ours to honour (RQ's handlers left with its worker).
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(signum, lambda *_: stopping.set())
+            stopping.wait(REDIS_RETRY_SECONDS)
     finally:
         periodic.stopped.set()
