@@ -53,6 +53,14 @@ def _split(array: np.ndarray) -> list[str]:
     return text.split("\n") if text else []
 
 
+def _best(scores: np.ndarray, limit: int) -> np.ndarray:
+    """A mask of the positive scores at or above the cut for the ``limit`` best."""
+    if len(scores) <= limit:
+        return scores > 0
+    cut = _cut(scores, limit)
+    return scores >= cut if cut > 0 else scores > 0
+
+
 def _cut(scores: np.ndarray, limit: int, block: int = 512) -> float:
     """A score at or below the ``limit``-th best: the ``limit``-th best of the blocks' maxima.
 
@@ -61,11 +69,12 @@ def _cut(scores: np.ndarray, limit: int, block: int = 512) -> float:
     partition of all scores, and it leaves few candidates to sort exactly.
     """
     blocks = -(-len(scores) // block)
+    if blocks <= limit:  # few scores: the exact cut among the positive ones
+        positive = scores[scores > 0]
+        return float(np.partition(positive, len(positive) - limit)[len(positive) - limit]) if len(positive) > limit else 0.0
     padded = np.zeros(blocks * block)
     padded[: len(scores)] = scores
     maxima = padded.reshape(blocks, block).max(axis=1)
-    if blocks <= limit:
-        return float(min(maxima.min(), np.partition(scores, len(scores) - limit)[len(scores) - limit]))
     return float(np.partition(maxima, blocks - limit)[blocks - limit])
 
 
@@ -121,19 +130,29 @@ class _Namespace:
         return result
 
     def merge(self, alive: np.ndarray) -> None:
-        """Fold the delta into a new segment, dropping tombstoned slots."""
+        """Fold the delta into a new segment, dropping tombstoned slots.
+
+        A linear merge, not a sort: the segment is ordered by (term, slot), and
+        slots only grow, so each term's delta postings belong right after its
+        segment postings; only the (small) delta needs sorting by term.
+        """
         pending_terms = np.fromiter(
-            chain.from_iterable(repeat(term_id, len(pending) // 2) for term_id, pending in self.delta.items()), np.int64)
+            chain.from_iterable(repeat(term_id, len(pending) // 2) for term_id, pending in self.delta.items()), np.int32)
         pairs = np.fromiter(chain.from_iterable(self.delta.values()), np.int64).reshape(-1, 2)
-        all_terms = np.concatenate([np.repeat(self.terms, np.diff(self.offsets)), pending_terms])
-        all_slots = np.concatenate([self.slots, pairs[:, 0].astype(np.int32)])
-        all_freqs = np.concatenate([self.freqs, _frequencies(pairs[:, 1])])
-        live = alive[all_slots]
-        all_terms, all_slots, all_freqs = all_terms[live], all_slots[live], all_freqs[live]
-        order = np.lexsort((all_slots, all_terms))
-        all_terms, self.slots, self.freqs = all_terms[order], all_slots[order], all_freqs[order]
-        self.terms, starts = np.unique(all_terms, return_index=True)
+        order = np.argsort(pending_terms, kind="stable")
+        pending_terms = pending_terms[order]
+        segment_terms = np.repeat(self.terms.astype(np.int32), np.diff(self.offsets))
+        at = np.searchsorted(segment_terms, pending_terms, side="right")
+        all_terms = np.insert(segment_terms, at, pending_terms)
+        all_slots = np.insert(self.slots, at, pairs[order, 0].astype(np.int32))
+        all_freqs = np.insert(self.freqs, at, _frequencies(pairs[order, 1]))
+        if self.tombstones:
+            live = alive[all_slots]
+            all_terms, all_slots, all_freqs = all_terms[live], all_slots[live], all_freqs[live]
+        starts = np.flatnonzero(np.diff(all_terms, prepend=-1))
+        self.terms = all_terms[starts].astype(np.int64)
         self.offsets = np.append(starts, len(all_terms)).astype(np.int64)
+        self.slots, self.freqs = all_slots, all_freqs
         self.delta, self.delta_size, self.tombstones = {}, 0, 0
 
 
@@ -373,7 +392,7 @@ class SearchIndex:
                 slot_parts.append(slots)
                 score_parts.append(contribution)
         if totals is not None:
-            hit = np.flatnonzero(totals >= _cut(totals, limit)) if slot_count > limit else np.flatnonzero(totals)
+            hit = np.flatnonzero(_best(totals, limit))
             return hit, totals[hit]
         if not slot_parts:
             return np.empty(0, np.int32), np.empty(0, np.float64)
@@ -382,7 +401,7 @@ class SearchIndex:
 
     def _top(self, slots: np.ndarray, scores: np.ndarray, limit: int) -> list[Hit]:
         if len(scores) > limit:
-            keep = scores >= _cut(scores, limit)  # ties at the cut stay in; the tie-break decides below
+            keep = _best(scores, limit)  # ties at the cut stay in; the tie-break decides below
             slots, scores = slots[keep], scores[keep]
         ranked = [(float(score), int(slot)) for score, slot in zip(scores.tolist(), slots.tolist()) if score > 0]
         ranked.sort(key=lambda pair: self._memory_ids[pair[1]] or "")
