@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+import projections.projector as projector_module
 from api.app import create_app
 from memoryd.bootstrap import Services
 from tests.conftest import _caller_factory
@@ -111,7 +112,8 @@ def test_embedded_writes_are_not_pending_and_the_next_read_sees_them(alice: Call
 
 
 @pytest.mark.parametrize("how", ["header", "parameter"])
-def test_a_read_at_or_below_the_checkpoint_answers_at_once(alice: Caller, admin: Caller, how: str) -> None:
+def test_a_read_at_or_below_the_checkpoint_answers_at_once(alice: Caller, admin: Caller, how: str,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     first = int(alice.save("a").headers["X-Memory-Position"])
     head = int(alice.save("b").headers["X-Memory-Position"])
     memory_id = alice.get(MEMORIES).json["memories"][0]["memory_id"]
@@ -121,7 +123,10 @@ def test_a_read_at_or_below_the_checkpoint_answers_at_once(alice: Caller, admin:
             return {"headers": {"X-Min-Position": str(position)}}
         return {"query_string": {"min_position": str(position)}}
 
-    started = time.monotonic()
+    def no_waiting(seconds: float) -> None:
+        raise AssertionError(f"a read at or below the checkpoint waited ({seconds} s)")
+
+    monkeypatch.setattr(projector_module.time, "sleep", no_waiting)
     answers = [
         alice.get(MEMORIES, **at(head)),
         alice.get(MEMORIES, **at(first)),
@@ -132,11 +137,9 @@ def test_a_read_at_or_below_the_checkpoint_answers_at_once(alice: Caller, admin:
                   headers=at(head).get("headers", {})),
         admin.get(f"{ADMIN_MEMORIES}/{memory_id}", **at(head)),
     ]
-    elapsed = time.monotonic() - started
 
     assert [answer.status_code for answer in answers] == [200] * 7
     assert sorted(names(answers[0])) == ["a", "b"]
-    assert elapsed < 2.0  # far below the 5 s default bound: nobody waited
 
 
 @pytest.mark.parametrize("how", ["header", "parameter"])
@@ -173,7 +176,7 @@ def test_a_read_past_the_bound_waits_about_as_long_as_configured(built: Any) -> 
     elapsed = time.monotonic() - started
 
     assert response.status_code == 503
-    assert 0.25 <= elapsed < 3.0
+    assert elapsed >= 0.3  # it waited out the bound before giving up (pytest-timeout catches a hang)
 
 
 def test_the_header_wins_over_the_parameter(built: Any) -> None:
@@ -266,16 +269,13 @@ def test_a_write_waits_for_a_worker_that_catches_up_within_the_bound(built: Any,
     thread = threading.Thread(target=worker)
     thread.start()
     try:
-        started = time.monotonic()
         saved = alice.save("phoenix")
-        elapsed = time.monotonic() - started
     finally:
         stop.set()
         thread.join()
 
     assert saved.status_code == 201
-    assert "X-Projection-Pending" not in saved.headers
-    assert elapsed < 4.0
+    assert "X-Projection-Pending" not in saved.headers  # projected by the worker within the bound
     assert names(alice.get(MEMORIES)) == ["phoenix"]  # a plain read, no token of position needed
 
 
