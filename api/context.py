@@ -72,9 +72,15 @@ def event_metadata(surface: str) -> EventMetadata:
     )
 
 
-def _authenticate() -> Principal:
+def bearer_token() -> str:
+    """The token of an ``Authorization: Bearer <token>`` header, or ""."""
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-    principal = services().directory.authenticate(token.strip()) if scheme.lower() == "bearer" and token.strip() else None
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
+def _authenticate() -> Principal:
+    token = bearer_token()
+    principal = services().directory.authenticate(token) if token else None
     if principal is None:
         raise Unauthorized("Unauthorized: missing or invalid token")
     return principal

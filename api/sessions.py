@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, Response, jsonify
 
-from api.context import authorized, json_object, services
+from api.context import authorized, bearer_token, json_object, services
 from api.responses import respond
 from api.schemas import (
     CreateSessionRequest,
@@ -22,8 +22,7 @@ from api.schemas import (
     WorkstreamSchema,
     load,
 )
-from commands.projects import current_project
-from events.types import project_stream_id
+from commands.projects import live_project
 from memoryd.errors import Forbidden, NotFound, Unauthorized, ValidationError
 from memoryd.sessions import Session
 from memoryd.tool import MemoryTool
@@ -80,8 +79,7 @@ def change_workstream(workstream_id: str) -> tuple[Response, int]:
 
 
 def _session_from_token() -> Session:
-    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-    token = token.strip() if scheme.lower() == "bearer" else ""
+    token = bearer_token()
     session = services().sessions.by_token(token) if token else None
     if session is not None:
         return session
@@ -91,7 +89,7 @@ def _session_from_token() -> Session:
 
 
 def _existing_project(project_id: str | None) -> str | None:
-    if project_id and current_project(services().store.last_event(project_stream_id(project_id))) is None:
+    if project_id and live_project(services().store, project_id) is None:
         raise NotFound(f"project not found: {project_id}")
     return project_id or None
 

@@ -18,7 +18,7 @@ from commands.handlers import (
     append_decision,
     current_memory,
 )
-from events.store import ConcurrencyConflict
+from events.store import ConcurrencyConflict, EventStore
 from events.types import (
     EventMetadata,
     MemoryDeleted,
@@ -88,6 +88,11 @@ def current_project(last: RecordedEvent | None) -> Project | None:
         return None
     event = last.to_domain()
     return event.project if isinstance(event, ProjectEvent) and not isinstance(event, ProjectDeleted) else None
+
+
+def live_project(store: EventStore, project_id: str) -> Project | None:
+    """The project as the log has it now (never a lagging read model); None if missing or deleted."""
+    return current_project(store.last_event(project_stream_id(project_id)))
 
 
 def delete_project(command: DeleteProject, metadata: EventMetadata, deps: Dependencies, claim: Claim = None

@@ -110,7 +110,6 @@ class ProjectDeleted(ProjectEvent):
 
 
 DomainEvent = MemoryEvent | ProjectEvent
-MEMORY_EVENT_TYPES = (MEMORY_SAVED, MEMORY_UPDATED, MEMORY_DELETED)
 EVENT_CLASSES: dict[str, type[MemoryEvent] | type[ProjectEvent]] = {
     cls.event_type: cls
     for cls in (MemorySaved, MemoryUpdated, MemoryDeleted, ProjectCreated, ProjectAccessGranted, ProjectAccessRevoked,

@@ -147,10 +147,9 @@ def update_workstream(workstream_id: str, project_id: str | None, detach: bool, 
 
 
 def _check_project(services: Services, project_id: str | None) -> None:
-    from commands.projects import current_project
-    from events.types import project_stream_id
+    from commands.projects import live_project
 
-    if project_id and current_project(services.store.last_event(project_stream_id(project_id))) is None:
+    if project_id and live_project(services.store, project_id) is None:
         raise click.ClickException(f"project not found: {project_id}")
 
 

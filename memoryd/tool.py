@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from commands.model import DeleteMemory, SaveMemory
-from commands.projects import current_project
-from events.types import EventMetadata, project_stream_id
+from commands.projects import live_project
+from events.types import EventMetadata
 from memoryd.bootstrap import Services
 from memoryd.directory import Workstream
 from memoryd.domain import (
@@ -172,7 +172,7 @@ class MemoryTool:
             raise ToolRefusal("this session's workstream no longer exists")
         project = None
         if workstream.project_id:
-            project = current_project(self.services.store.last_event(project_stream_id(workstream.project_id)))
+            project = live_project(self.services.store, workstream.project_id)
         return Context(session, workstream, project)
 
     def _scope(self, context: Context, raw: Any) -> str:

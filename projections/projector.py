@@ -53,12 +53,20 @@ class Projector:
             found = conn.execute(select(column).where(projection_checkpoints.c.name == projection_name)).scalar()
         return int(found or 0)
 
+    def _lowest_checkpoint(self) -> int:
+        """The position every projection has reached, in one read."""
+        names = [projection.name for projection in self.projections]
+        with self.database.read() as conn:
+            found = dict(conn.execute(select(projection_checkpoints.c.name, projection_checkpoints.c.position)
+                                      .where(projection_checkpoints.c.name.in_(names))).all())
+        return min(int(found.get(name, 0)) for name in names)
+
     def wait_for(self, position: int, timeout: float) -> tuple[bool, int]:
         """Wait (bounded) until every projection has reached ``position``: read-your-writes."""
         deadline = time.monotonic() + timeout
         delay = 0.001
         while True:
-            reached = min(self.checkpoint(projection.name) for projection in self.projections)
+            reached = self._lowest_checkpoint()
             if reached >= position or time.monotonic() >= deadline:
                 return reached >= position, reached
             time.sleep(min(delay, max(0.0, deadline - time.monotonic())))

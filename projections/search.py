@@ -34,10 +34,6 @@ class SearchService:
         self._index: SearchIndex | None = None
         self._following = threading.Lock()  # one catch-up at a time; others wait for it
 
-    @property
-    def position(self) -> int:
-        return self._index.position if self._index is not None else 0
-
     def search(self, where: MemoryFilter, query: str, limit: int) -> list[Hit]:
         return self.catch_up().search(where, query, limit)
 

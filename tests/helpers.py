@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import socket
 from typing import Any
 
 from rq import SimpleWorker
@@ -17,6 +18,13 @@ def table_rows(services: Services) -> list[dict[str, Any]]:
     with services.database.read() as conn:
         rows = conn.execute(select(structured_memories).order_by(structured_memories.c.memory_id))
         return [dict(row._mapping) for row in rows]
+
+
+def free_port() -> int:
+    """A TCP port on the loopback nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def run_queued_jobs(services: Services) -> None:

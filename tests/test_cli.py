@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ from click.testing import CliRunner
 
 from memoryd.cli import main
 from tests.conftest import make_services
+from tests.helpers import free_port
 
 
 @pytest.fixture
@@ -76,14 +76,8 @@ def test_projections_rebuild_reports_what_it_rebuilt(run, sqlite_url):
     assert "up to position 2: 2 memories" in result.output
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _serve(sqlite_url: str, extra_env: dict[str, str]) -> tuple[subprocess.Popen[str], int]:
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "MEMORYD_DATABASE_URL": sqlite_url, **extra_env}
     process = subprocess.Popen(
         [sys.executable, "-m", "memoryd", "serve", "--port", str(port)],

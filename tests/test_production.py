@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from tests.test_cli import _free_port
+from tests.helpers import free_port
 from tests.test_workers import _spawn_worker
 
 pytestmark = pytest.mark.postgres
@@ -36,7 +36,7 @@ def test_two_gunicorn_processes_and_a_worker_serve_reads_of_their_own_writes(bui
     services = built_postgres(redis_url)
     user = services.directory.create_user("agent")
     _, token = services.directory.create_token(user, ["read", "write"], [])
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "MEMORYD_DATABASE_URL": postgres_url, "MEMORYD_REDIS_URL": redis_url,
            "MEMORYD_QUEUE": services.config.workers.queue}
     api = subprocess.Popen([sys.executable, "-m", "gunicorn", "-w", "2", "-b", f"127.0.0.1:{port}", "api.wsgi:application"],

@@ -20,7 +20,7 @@ from events.store import ConcurrencyConflict
 from events.types import EventMetadata, MemorySaved, memory_stream_id
 from memoryd.domain import Memory, Namespace
 from projections.projector import Projector
-from tests.helpers import rebuild_equals_live, run_queued_jobs, table_rows
+from tests.helpers import free_port, rebuild_equals_live, run_queued_jobs, table_rows
 from tests.test_never_skip import RecordingProjection
 from workers import jobs
 
@@ -95,12 +95,6 @@ def test_jobs_delivered_twice_concurrently_sequentially_and_out_of_order_apply_e
     assert rebuild_equals_live(queued)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _spawn_worker(services) -> subprocess.Popen[bytes]:
     """``memoryd worker`` on the services' database, Redis and queue."""
     env = {**os.environ, "MEMORYD_DATABASE_URL": services.config.storage.database_url,
@@ -163,7 +157,7 @@ def test_workers_killed_mid_catch_up_twenty_times_leave_the_table_equal_to_a_reb
 @pytest.fixture
 def private_redis() -> Iterator[tuple[str, callable, callable]]:
     """A Redis server of the test's own, which the test can stop and start again."""
-    port = _free_port()
+    port = free_port()
     command = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
     process: list[subprocess.Popen[bytes]] = []
 
