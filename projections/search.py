@@ -11,6 +11,7 @@ it in: readers never see an empty or half-built index.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -21,9 +22,10 @@ from events.store import EventStore
 from memoryd.domain import utc_timestamp
 from memoryd.schema import search_snapshots
 from projections.queries import MemoryFilter, memories_in_order
-from projections.search_index import Hit, SearchIndex
+from projections.search_index import Hit, SearchIndex, SnapshotFormatError
 
 PAGE = 2_000
+log = logging.getLogger(__name__)
 Progress = Callable[[int], None]  # called with the number of events just applied
 
 
@@ -67,7 +69,13 @@ class SearchService:
         query = select(search_snapshots.c.data).order_by(search_snapshots.c.position.desc()).limit(1)
         with self.store.database.read() as conn:
             blob = conn.execute(query).scalar()
-        return SearchIndex.from_bytes(blob, self.k1, self.b) if blob is not None else None
+        if blob is None:
+            return None
+        try:
+            return SearchIndex.from_bytes(blob, self.k1, self.b)
+        except SnapshotFormatError:
+            log.warning("search snapshot written by another memoryd version; building the index from the log")
+            return None
 
     def rebuild(self, progress: Progress | None = None) -> SearchIndex:
         """Build a fresh index from the whole log, then swap it in once caught up."""

@@ -1,20 +1,28 @@
 """The BM25 search index: an in-memory projection of the log, kept per process.
 
-Layout, chosen for "cost follows what the caller can see":
+Layout: a log-structured set of parts, like Lucene's segments, laid out so that
+a query's cost follows what the caller can see.
 
-* Every document (memory) gets a *slot*: its length, type, namespace and
-  liveness live in numpy arrays indexed by slot. A slot is never reused;
-  replacing a memory tombstones its old slot and takes a new one.
-* Postings are partitioned by *namespace* ``(scope, scope_id)``. Each
-  namespace holds an immutable CSR segment (sorted term ids, offsets, slots,
-  term frequencies) plus a small mutable delta for recent additions, merged
-  into the segment when it grows past a fraction of it. So an add costs time
-  proportional to the memory's length, a delete is a tombstone, and a query
-  touches only the namespaces it may see.
+* Every indexed memory holds a *slot*: its identity while indexed. Its length,
+  type, namespace and liveness live in numpy arrays indexed by slot. Removing a
+  memory tombstones its slot; the slot is reused once no part refers to it.
+* New memories go to a small mutable *delta* (term id -> slots and term
+  frequencies). Once it holds ``FREEZE_POSTINGS`` postings it is frozen and a
+  background thread turns it into an immutable *segment*.
+* A segment numbers its documents by (namespace, slot), so each namespace
+  ``(scope, scope_id)`` is one contiguous range of document numbers, and keeps
+  its postings term-major (CSR; document numbers ascend within a term). An admin
+  query reads one slice per query term; a caller who sees a few namespaces cuts
+  their ranges out of each slice with ``searchsorted``.
+* ``FANOUT`` segments of one size tier are merged into one in the background,
+  off the lock: the merged segment is built from the inputs as they were, then
+  swapped in under the lock, with what was removed meanwhile tombstoned in it.
+  A merge drops tombstoned documents and frees their slots; a segment more than
+  half dead is merged on its own.
 * Statistics (document count, average length, document frequencies) are
-  computed per query over exactly the searched set: the visible namespaces,
-  the type filter, live documents only. Another user's memories never change
-  the caller's scores.
+  computed per query over exactly the searched set: the visible namespaces, the
+  type filter, live documents only. Another user's memories never change the
+  caller's scores.
 
 The index keeps the log position it has applied; applying an event at or
 below it does nothing, so redelivery is harmless.
@@ -24,12 +32,14 @@ from __future__ import annotations
 
 import io
 import json
+import logging
+import math
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import chain, repeat
+from itertools import chain, count, repeat
 
 import numpy as np
 
@@ -40,8 +50,18 @@ from projections.ranking import K1, B, idf, tokenize
 
 TYPE_CODES = {memory_type: code for code, memory_type in enumerate(MEMORY_TYPES)}
 ALL_TYPES = len(MEMORY_TYPES)  # the counters' last column sums every type
-MERGE_FRACTION = 0.10  # merge a namespace's delta once it holds this share of its postings
-MERGE_MINIMUM = 4_096
+FREEZE_POSTINGS = 32_768  # freeze the delta into a segment once it holds this many postings
+BULK_FREEZE_POSTINGS = 4_000_000  # inside bulk(): bigger deltas, frozen on the spot
+FANOUT = 4  # merge this many segments of one size tier into one
+TIER_BASE = 512  # documents in a tier-0 segment (a frozen delta holds about this many)
+SNAPSHOT_FORMAT = 2
+_PACK_LIMIT = 1 << 47  # below this, (term * documents + document) leaves 16 bits for the term frequency
+
+log = logging.getLogger(__name__)
+
+
+class SnapshotFormatError(ValueError):
+    """A snapshot written by another version of the index: rebuild from the log instead."""
 
 
 def _joined(strings: Iterable[str]) -> np.ndarray:
@@ -72,19 +92,15 @@ def _cut(scores: np.ndarray, limit: int, block: int = 512) -> float:
     if blocks <= limit:  # few scores: the exact cut among the positive ones
         positive = scores[scores > 0]
         return float(np.partition(positive, len(positive) - limit)[len(positive) - limit]) if len(positive) > limit else 0.0
-    padded = np.zeros(blocks * block)
-    padded[: len(scores)] = scores
-    maxima = padded.reshape(blocks, block).max(axis=1)
+    maxima = np.maximum.reduceat(scores, np.arange(0, len(scores), block))
     return float(np.partition(maxima, blocks - limit)[blocks - limit])
 
 
-def _frequencies(counts: np.ndarray) -> np.ndarray:
-    """Term frequencies as stored: uint16, saturating (only a giant description could exceed it)."""
-    return np.minimum(counts, 65_535).astype(np.uint16)
-
-
-def _concatenated(parts: list[np.ndarray], dtype: type) -> np.ndarray:
-    return np.concatenate(parts).astype(dtype) if parts else np.empty(0, dtype)
+def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The concatenated ``arange(start, end)`` of each pair, vectorized."""
+    lengths = ends - starts
+    shift = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+    return np.arange(int(lengths.sum())) + shift
 
 
 @dataclass(frozen=True)
@@ -93,67 +109,180 @@ class Hit:
     score: float
 
 
-class _Namespace:
-    """The postings of one ``(scope, scope_id)``: a CSR segment plus a delta."""
+class _Delta:
+    """Recent memories, mutable until frozen: term id -> [slot, tf, slot, tf, ...]."""
 
-    __slots__ = ("terms", "offsets", "slots", "freqs", "delta", "delta_size", "documents", "lengths", "tombstones")
+    __slots__ = ("number", "postings", "slots", "size")
 
-    def __init__(self) -> None:
-        self.terms = np.empty(0, np.int64)  # sorted term ids in the segment
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.postings: dict[int, list[int]] = {}
+        self.slots: list[int] = []
+        self.size = 0  # postings
+
+    @property
+    def documents(self) -> int:
+        return len(self.slots)
+
+
+class _Segment:
+    """Immutable postings of a set of documents, numbered by (namespace, slot); liveness changes."""
+
+    __slots__ = ("number", "slots", "namespaces", "starts", "lengths", "types", "alive", "dead",
+                 "terms", "offsets", "docs", "tfs")
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.slots = np.empty(0, np.int32)  # document -> slot
+        self.namespaces = np.empty(0, np.int32)  # the namespaces present, ascending
+        self.starts = np.zeros(1, np.int64)  # namespaces[i] holds documents [starts[i], starts[i+1])
+        self.lengths = np.empty(0, np.int32)  # per document
+        self.types = np.empty(0, np.uint8)
+        self.alive = np.empty(0, bool)
+        self.dead = 0
+        self.terms = np.empty(0, np.int32)  # ascending term ids
         self.offsets = np.zeros(1, np.int64)  # postings of terms[i] are [offsets[i], offsets[i+1])
-        self.slots = np.empty(0, np.int32)
-        self.freqs = np.empty(0, np.uint16)
-        self.delta: dict[int, list[int]] = {}  # term id -> [slot, freq, slot, freq, ...]
-        self.delta_size = 0
-        self.documents = np.zeros(ALL_TYPES + 1, np.int64)  # live documents per type, and in all
-        self.lengths = np.zeros(ALL_TYPES + 1, np.int64)  # their summed lengths
-        self.tombstones = 0  # removed documents whose postings are still stored
+        self.docs = np.empty(0, np.int32)
+        self.tfs = np.empty(0, np.uint16)
 
-    def postings(self, term_ids: np.ndarray) -> list[tuple[np.ndarray, np.ndarray] | None]:
-        """For each term id: (slots, freqs) in this namespace, or None."""
-        found = np.searchsorted(self.terms, term_ids)
-        result: list[tuple[np.ndarray, np.ndarray] | None] = []
-        for term_id, index in zip(term_ids.tolist(), found.tolist()):
-            parts = []
-            if index < len(self.terms) and self.terms[index] == term_id:
-                start, end = self.offsets[index], self.offsets[index + 1]
-                parts.append((self.slots[start:end], self.freqs[start:end]))
-            if (pending := self.delta.get(term_id)) is not None:
-                pairs = np.asarray(pending, np.int64).reshape(-1, 2)
-                parts.append((pairs[:, 0].astype(np.int32), _frequencies(pairs[:, 1])))
-            if not parts:
-                result.append(None)
-            elif len(parts) == 1:
-                result.append(parts[0])
-            else:
-                result.append((np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])))
-        return result
+    @property
+    def documents(self) -> int:
+        return len(self.slots)
 
-    def merge(self, alive: np.ndarray) -> None:
-        """Fold the delta into a new segment, dropping tombstoned slots.
+    def slices(self, term_ids: np.ndarray) -> list[tuple[int, int]]:
+        """For each term id, its postings' [start, end) (empty when absent)."""
+        found = np.minimum(np.searchsorted(self.terms, term_ids), max(len(self.terms) - 1, 0))
+        present = (self.terms[found] == term_ids) if len(self.terms) else np.zeros(len(term_ids), bool)
+        starts = np.where(present, self.offsets[found], 0)
+        ends = np.where(present, self.offsets[found + 1], 0)
+        return list(zip(starts.tolist(), ends.tolist()))
 
-        A linear merge, not a sort: the segment is ordered by (term, slot), and
-        slots only grow, so each term's delta postings belong right after its
-        segment postings; only the (small) delta needs sorting by term.
-        """
-        pending_terms = np.fromiter(
-            chain.from_iterable(repeat(term_id, len(pending) // 2) for term_id, pending in self.delta.items()), np.int32)
-        pairs = np.fromiter(chain.from_iterable(self.delta.values()), np.int64).reshape(-1, 2)
-        order = np.argsort(pending_terms, kind="stable")
-        pending_terms = pending_terms[order]
-        segment_terms = np.repeat(self.terms.astype(np.int32), np.diff(self.offsets))
-        at = np.searchsorted(segment_terms, pending_terms, side="right")
-        all_terms = np.insert(segment_terms, at, pending_terms)
-        all_slots = np.insert(self.slots, at, pairs[order, 0].astype(np.int32))
-        all_freqs = np.insert(self.freqs, at, _frequencies(pairs[order, 1]))
-        if self.tombstones:
-            live = alive[all_slots]
-            all_terms, all_slots, all_freqs = all_terms[live], all_slots[live], all_freqs[live]
-        starts = np.flatnonzero(np.diff(all_terms, prepend=-1))
-        self.terms = all_terms[starts].astype(np.int64)
-        self.offsets = np.append(starts, len(all_terms)).astype(np.int64)
-        self.slots, self.freqs = all_slots, all_freqs
-        self.delta, self.delta_size, self.tombstones = {}, 0, 0
+    def runs(self, visible: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """The visible namespaces' document ranges, adjacent ones joined; None when that is everything."""
+        found = np.minimum(np.searchsorted(self.namespaces, visible), max(len(self.namespaces) - 1, 0))
+        found = found[self.namespaces[found] == visible] if len(self.namespaces) else found[:0]
+        firsts, lasts = self.starts[found], self.starts[found + 1]
+        joined = np.flatnonzero(firsts[1:] != lasts[:-1]) + 1
+        firsts = firsts[np.concatenate(([0], joined))] if len(firsts) else firsts
+        lasts = lasts[np.concatenate((joined - 1, [len(lasts) - 1]))] if len(lasts) else lasts
+        if len(firsts) == 1 and firsts[0] == 0 and lasts[0] == self.documents:
+            return None
+        return firsts.astype(np.int32), lasts.astype(np.int32)
+
+
+@dataclass
+class _Source:
+    """One part's documents and postings as a merge reads them; ``alive`` as of the capture."""
+
+    slots: np.ndarray
+    namespaces: np.ndarray  # per document
+    lengths: np.ndarray
+    types: np.ndarray
+    alive: np.ndarray
+    postings: int
+    expand: Callable[[], tuple[np.ndarray, np.ndarray, np.ndarray]]  # postings: (term ids, documents, tfs)
+
+
+def _segment_source(segment: _Segment) -> _Source:
+    def expand() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return np.repeat(segment.terms, np.diff(segment.offsets)), segment.docs, segment.tfs
+
+    namespaces = np.repeat(segment.namespaces, np.diff(segment.starts))
+    return _Source(segment.slots, namespaces, segment.lengths, segment.types, segment.alive.copy(),
+                   len(segment.docs), expand)
+
+
+def _build(number: int, sources: list[_Source], vocabulary_size: int) -> _Segment:
+    """One segment holding the live documents of ``sources``: pure, so it runs off the lock.
+
+    Each posting becomes one int64 key ``(term * documents + document) << 16 | tf``; sorting
+    the keys orders the postings term-major. Every source's keys are already sorted (a
+    segment's numbering and the merged one agree on (namespace, slot) order), so the stable
+    sort (timsort) only merges runs. Keys too large to pack fall back to an argsort.
+    """
+    segment = _Segment(number)
+    live = [np.flatnonzero(source.alive) for source in sources]
+
+    def kept(name: str) -> np.ndarray:
+        return np.concatenate([getattr(source, name)[chosen] for source, chosen in zip(sources, live)])
+
+    slots, namespaces = kept("slots").astype(np.int32), kept("namespaces").astype(np.int32)
+    order = np.lexsort((slots, namespaces))
+    documents = len(order)
+    rank = np.empty(documents, np.int32)
+    rank[order] = np.arange(documents, dtype=np.int32)
+    packed = vocabulary_size * max(documents, 1) < _PACK_LIMIT
+    keys = np.empty(sum(source.postings for source in sources), np.int64)
+    frequencies = None if packed else np.empty(len(keys), np.uint16)
+    filled = done = 0
+    for source, chosen in zip(sources, live):
+        renumber = np.full(len(source.slots), -1, np.int32)
+        renumber[chosen] = rank[done:done + len(chosen)]
+        done += len(chosen)
+        terms, docs, tfs = source.expand()
+        docs = renumber[docs]
+        keep = docs >= 0
+        count = int(np.count_nonzero(keep))
+        part = keys[filled:filled + count]
+        np.multiply(terms[keep], documents, out=part, dtype=np.int64)
+        part += docs[keep]
+        if packed:
+            part <<= 16
+            part |= tfs[keep]
+        else:
+            frequencies[filled:filled + count] = tfs[keep]  # type: ignore[index]
+        filled += count
+    keys = keys[:filled]
+    if packed:
+        keys.sort(kind="stable")
+        frequencies = (keys & 0xFFFF).astype(np.uint16)
+        keys >>= 16
+    else:
+        ordering = np.argsort(keys, kind="stable")
+        keys, frequencies = keys[ordering], frequencies[:filled][ordering]  # type: ignore[index]
+        del ordering
+    segment.docs = (keys % max(documents, 1)).astype(np.int32)
+    keys //= max(documents, 1)  # now the term ids, ascending
+    offsets = np.searchsorted(keys, np.arange(vocabulary_size + 1))
+    present = np.flatnonzero(np.diff(offsets))
+    segment.terms = present.astype(np.int32)
+    segment.offsets = np.append(offsets[present], filled).astype(np.int64)
+    segment.tfs = frequencies
+    segment.slots = slots[order]
+    namespaces = namespaces[order]
+    firsts = np.flatnonzero(np.diff(namespaces, prepend=-1))
+    segment.namespaces = namespaces[firsts]
+    segment.starts = np.append(firsts, documents).astype(np.int64)
+    segment.lengths = kept("lengths")[order]
+    segment.types = kept("types")[order]
+    segment.alive = np.ones(documents, bool)
+    return segment
+
+
+@dataclass(frozen=True)
+class IndexShape:
+    """What the index holds, for operators and benchmarks."""
+
+    memories: int
+    slots: int  # allocated per-slot entries: live memories, removed ones not merged away yet, free ones
+    parts: int  # segments and deltas a query reads
+    segments: int
+    delta_postings: int  # not yet in a segment
+    tombstones: int  # removed memories still in a segment
+    merging: bool
+
+
+@dataclass
+class _Gathered:
+    """One part's visible postings of each query term, numbered in a space of its own."""
+
+    postings: list[tuple[np.ndarray, np.ndarray, np.ndarray]]  # per term: (positions, documents, tfs)
+    lengths: np.ndarray  # document -> its length
+    space: int | None  # positions are < space; None: positions are slots (a sparse space)
+    slots_of: Callable[[np.ndarray], np.ndarray]
+
+
+_EMPTY = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.uint16))
 
 
 class SearchIndex:
@@ -164,15 +293,27 @@ class SearchIndex:
         self.position = 0
         self._lock = threading.Lock()
         self._vocabulary: dict[str, int] = {}
-        self._namespaces: dict[tuple[str, str], _Namespace] = {}
-        self._by_scope: dict[str, list[_Namespace]] = {}
+        self._namespace_numbers: dict[tuple[str, str], int] = {}
+        self._by_scope: dict[str, list[int]] = {}
+        self._documents = np.zeros((0, ALL_TYPES + 1), np.int64)  # live documents per namespace and type
+        self._lengths = np.zeros((0, ALL_TYPES + 1), np.int64)  # their summed lengths
         self._slot_of: dict[str, int] = {}
         self._memory_ids: list[str | None] = []
         self._updated: list[str] = []
+        self._free: list[int] = []  # slots no part refers to
         self._length = np.zeros(1024, np.int32)
         self._type = np.zeros(1024, np.uint8)
+        self._namespace = np.zeros(1024, np.int32)
         self._alive = np.zeros(1024, bool)
-        self._namespace_of: list[_Namespace | None] = []
+        self._part_of = np.zeros(1024, np.int32)  # slot -> the number of the part holding it
+        self._document_of = np.zeros(1024, np.int32)  # slot -> its document number in that segment
+        self._numbers = count()
+        self._delta = _Delta(next(self._numbers))
+        self._parts: list[_Delta | _Segment] = [self._delta]
+        self._segments: dict[int, _Segment] = {}
+        self._merging: set[int] = set()
+        self._merger: threading.Thread | None = None
+        self._merge_wanted = False  # something changed that may make a merge due
         self._bulk = False
 
     # -- maintenance -----------------------------------------------------------
@@ -188,6 +329,7 @@ class SearchIndex:
                 if not isinstance(event, MemoryDeleted):
                     self._add(event.memory)
             self.position = recorded.position
+            self._maintain()
 
     def apply_all(self, recorded: Iterable[RecordedEvent]) -> None:
         for event in recorded:
@@ -195,96 +337,220 @@ class SearchIndex:
 
     @contextmanager
     def bulk(self) -> Iterator[None]:
-        """Defer merging deltas until the end (a rebuild: one merge instead of dozens)."""
+        """Fill without background merges, then merge everything into one segment (a rebuild)."""
         self._bulk = True
         try:
             yield
         finally:
             self._bulk = False
+            self.wait_for_merges()
             with self._lock:
-                for namespace in self._namespaces.values():
-                    namespace.merge(self._alive)
+                self._freeze()
+                parts = [part for part in self._parts if part is not self._delta]
+                if len(parts) > 1 or any(isinstance(part, _Delta) for part in parts):
+                    self._swap(parts, _build(next(self._numbers), self._capture(parts), len(self._vocabulary)))
+
+    def wait_for_merges(self) -> None:
+        """Return once no background merge is running (tests, benchmarks, snapshots)."""
+        while (merger := self._merger) is not None:
+            merger.join()
 
     def __len__(self) -> int:
         return len(self._slot_of)
 
+    def shape(self) -> IndexShape:
+        with self._lock:
+            segments = list(self._segments.values())
+            return IndexShape(len(self._slot_of), len(self._memory_ids), len(self._parts),
+                              len(segments), sum(part.size for part in self._parts if isinstance(part, _Delta)),
+                              sum(segment.dead for segment in segments), self._merger is not None)
+
     def _add(self, memory: Memory) -> None:
         words = tokenize(f"{memory.name} {memory.description} {memory.content}")
-        slot = len(self._memory_ids)
-        self._grow(slot + 1)
-        key = (memory.scope, memory.scope_id)
-        namespace = self._namespaces.get(key)
-        if namespace is None:
-            namespace = self._namespaces[key] = _Namespace()
-            self._by_scope.setdefault(memory.scope, []).append(namespace)
+        namespace = self._namespace_number((memory.scope, memory.scope_id))
         type_code = TYPE_CODES.get(memory.type, TYPE_CODES["general"])
-        self._memory_ids.append(memory.memory_id)
-        self._updated.append(memory.updated)
-        self._namespace_of.append(namespace)
+        if self._free:
+            slot = self._free.pop()
+            self._memory_ids[slot], self._updated[slot] = memory.memory_id, memory.updated
+        else:
+            slot = len(self._memory_ids)
+            self._grow(slot + 1)
+            self._memory_ids.append(memory.memory_id)
+            self._updated.append(memory.updated)
         self._slot_of[memory.memory_id] = slot
-        self._length[slot], self._type[slot], self._alive[slot] = len(words), type_code, True
-        vocabulary, delta = self._vocabulary, namespace.delta
-        for word, frequency in Counter(words).items():
-            term_id = vocabulary.setdefault(word, len(vocabulary))
-            delta.setdefault(term_id, []).extend((slot, frequency))
-        namespace.delta_size += len(words)
+        self._length[slot], self._type[slot], self._namespace[slot] = len(words), type_code, namespace
+        self._alive[slot], self._part_of[slot] = True, self._delta.number
+        vocabulary, delta = self._vocabulary, self._delta
+        frequencies = Counter(words)
+        for word, frequency in frequencies.items():
+            delta.postings.setdefault(vocabulary.setdefault(word, len(vocabulary)), []).extend((slot, frequency))
+        delta.slots.append(slot)
+        delta.size += len(frequencies)
         for column in (type_code, ALL_TYPES):
-            namespace.documents[column] += 1
-            namespace.lengths[column] += len(words)
-        if not self._bulk and namespace.delta_size > max(MERGE_MINIMUM, MERGE_FRACTION * len(namespace.slots)):
-            namespace.merge(self._alive)
+            self._documents[namespace, column] += 1
+            self._lengths[namespace, column] += len(words)
 
     def _remove(self, memory_id: str) -> None:
         slot = self._slot_of.pop(memory_id, None)
         if slot is None:
             return
-        namespace = self._namespace_of[slot]
-        assert namespace is not None
+        namespace = self._namespace[slot]
         for column in (int(self._type[slot]), ALL_TYPES):
-            namespace.documents[column] -= 1
-            namespace.lengths[column] -= int(self._length[slot])
-        namespace.tombstones += 1
+            self._documents[namespace, column] -= 1
+            self._lengths[namespace, column] -= int(self._length[slot])
         self._alive[slot] = False
-        self._memory_ids[slot] = None
-        self._namespace_of[slot] = None
+        self._memory_ids[slot], self._updated[slot] = None, ""
+        segment = self._segments.get(int(self._part_of[slot]))
+        if segment is not None:
+            segment.alive[self._document_of[slot]] = False
+            segment.dead += 1
+            self._merge_wanted |= segment.dead * 2 > segment.documents
+
+    def _namespace_number(self, key: tuple[str, str]) -> int:
+        number = self._namespace_numbers.get(key)
+        if number is None:
+            number = self._namespace_numbers[key] = len(self._namespace_numbers)
+            self._by_scope.setdefault(key[0], []).append(number)
+            if number >= len(self._documents):
+                grown = max(16, 2 * len(self._documents))
+                self._documents = np.resize(self._documents, (grown, ALL_TYPES + 1))
+                self._lengths = np.resize(self._lengths, (grown, ALL_TYPES + 1))
+                self._documents[number:] = self._lengths[number:] = 0
+        return number
 
     def _grow(self, needed: int) -> None:
         if needed <= len(self._alive):
             return
         size = max(needed, 2 * len(self._alive))
-        self._length = np.resize(self._length, size)
-        self._type = np.resize(self._type, size)
+        for name in ("_length", "_type", "_namespace", "_part_of", "_document_of"):
+            setattr(self, name, np.resize(getattr(self, name), size))
         alive = np.zeros(size, bool)
         alive[: len(self._alive)] = self._alive
         self._alive = alive
 
+    # -- merging ---------------------------------------------------------------
+
+    def _maintain(self) -> None:
+        """After an apply (lock held): freeze a full delta and see that merges get done."""
+        if self._bulk:
+            if self._delta.size >= BULK_FREEZE_POSTINGS:
+                frozen = self._freeze()
+                self._swap([frozen], _build(next(self._numbers), self._capture([frozen]), len(self._vocabulary)))
+            return
+        if self._delta.size >= FREEZE_POSTINGS:
+            self._freeze()
+        if self._merge_wanted and self._merger is None:
+            self._merge_wanted = False
+            if self._due() is None:
+                return
+            self._merger = threading.Thread(target=self._merge_while_due, name="memoryd-search-merge", daemon=True)
+            self._merger.start()
+
+    def _freeze(self) -> _Delta:
+        """Start a new delta; the old one stays searchable until a merge turns it into a segment."""
+        frozen, self._delta = self._delta, _Delta(next(self._numbers))
+        self._parts.append(self._delta)
+        self._merge_wanted = True
+        return frozen
+
+    def _due(self) -> list[_Delta | _Segment] | None:
+        """The parts to merge next: frozen deltas, else a mostly dead segment, else a full tier."""
+        idle = [part for part in self._parts if part is not self._delta and part.number not in self._merging]
+        frozen = [part for part in idle if isinstance(part, _Delta)]
+        if frozen:
+            return frozen  # type: ignore[return-value]
+        segments = [part for part in idle if isinstance(part, _Segment)]
+        for segment in segments:
+            if segment.dead * 2 > segment.documents:
+                return [segment]
+        tiers: dict[int, list[_Delta | _Segment]] = {}
+        for segment in segments:
+            tier = int(math.log(max(segment.documents, TIER_BASE) / TIER_BASE, FANOUT))
+            tiers.setdefault(tier, []).append(segment)
+        full = [tier for tier, members in tiers.items() if len(members) >= FANOUT]
+        return tiers[min(full)][:FANOUT] if full else None
+
+    def _merge_while_due(self) -> None:
+        """The background merger: build each due merge off the lock, swap it in under it."""
+        try:
+            while True:
+                with self._lock:
+                    parts = self._due()
+                    if parts is None:
+                        self._merger = None
+                        return
+                    self._merging.update(part.number for part in parts)
+                    sources, vocabulary_size = self._capture(parts), len(self._vocabulary)
+                try:
+                    merged = _build(next(self._numbers), sources, vocabulary_size)
+                    with self._lock:
+                        self._swap(parts, merged)
+                finally:
+                    with self._lock:
+                        self._merging.difference_update(part.number for part in parts)
+        except Exception:  # the parts stay searchable as they are; the next apply tries again
+            log.exception("search index merge failed")
+            with self._lock:
+                self._merger = None
+
+    def _capture(self, parts: list[_Delta | _Segment]) -> list[_Source]:
+        """(Lock held) what a merge needs of ``parts``: immutable arrays and a copy of what changes."""
+        return [_segment_source(part) if isinstance(part, _Segment) else self._delta_source(part) for part in parts]
+
+    def _delta_source(self, delta: _Delta) -> _Source:
+        slots = np.array(delta.slots, np.int64)
+
+        def expand() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            items = list(delta.postings.items())
+            terms = np.fromiter(chain.from_iterable(repeat(term, len(pairs) // 2) for term, pairs in items), np.int64)
+            pairs = np.fromiter(chain.from_iterable(pairs for _, pairs in items), np.int64).reshape(-1, 2)
+            # documents are positions in delta.slots: slots map back through a sorted lookup
+            by_slot = np.argsort(slots)
+            documents = by_slot[np.searchsorted(slots, pairs[:, 0], sorter=by_slot)]
+            return terms, documents, np.minimum(pairs[:, 1], 65_535).astype(np.uint16)
+
+        return _Source(slots, self._namespace[slots], self._length[slots], self._type[slots], self._alive[slots],
+                       delta.size, expand)
+
+    def _swap(self, parts: list[_Delta | _Segment], merged: _Segment) -> None:
+        """(Lock held) replace ``parts`` by ``merged``; tombstone what was removed since the capture."""
+        merged.alive = self._alive[merged.slots]
+        merged.dead = int(len(merged.alive) - np.count_nonzero(merged.alive))
+        self._part_of[merged.slots] = merged.number
+        self._document_of[merged.slots] = np.arange(merged.documents, dtype=np.int32)
+        replaced = {part.number for part in parts}
+        for part in parts:
+            self._segments.pop(part.number, None)
+            held = part.slots if isinstance(part, _Segment) else np.array(part.slots, np.int64)
+            self._free.extend(held[self._part_of[held] == part.number].tolist())  # dropped, now free
+        self._parts = [part for part in self._parts if part.number not in replaced]
+        if merged.documents:
+            self._parts.append(merged)
+            self._segments[merged.number] = merged
+
     # -- snapshots -------------------------------------------------------------
 
     def to_bytes(self) -> bytes:
-        """The whole index as one ``.npz`` blob (no pickle), to start other processes fast."""
+        """The whole index as one ``.npz`` blob (no pickle, one segment), to start other processes fast."""
         with self._lock:
-            namespaces = list(self._namespaces.items())
-            for _, namespace in namespaces:
-                namespace.merge(self._alive)
-            number = {id(namespace): index for index, (_, namespace) in enumerate(namespaces)}
-            slots = len(self._memory_ids)
-            arrays = {
-                "position": np.array([self.position], np.int64),
-                "words": _joined(self._vocabulary),
-                "memory_ids": _joined(memory_id or "" for memory_id in self._memory_ids),
-                "updated": _joined(self._updated),
-                "length": self._length[:slots], "type": self._type[:slots], "alive": self._alive[:slots],
-                "namespace_of": np.array([number[id(ns)] if ns is not None else -1 for ns in self._namespace_of], np.int32),
-                "keys": np.frombuffer(json.dumps([key for key, _ in namespaces]).encode(), np.uint8),
-                "term_counts": np.array([len(ns.terms) for _, ns in namespaces], np.int64),
-                "posting_counts": np.array([len(ns.slots) for _, ns in namespaces], np.int64),
-                "terms": _concatenated([ns.terms for _, ns in namespaces], np.int64),
-                "term_postings": _concatenated([np.diff(ns.offsets) for _, ns in namespaces], np.int64),
-                "slots": _concatenated([ns.slots for _, ns in namespaces], np.int32),
-                "freqs": _concatenated([ns.freqs for _, ns in namespaces], np.uint16),
-                "documents": np.array([ns.documents for _, ns in namespaces], np.int64).reshape(-1, ALL_TYPES + 1),
-                "lengths": np.array([ns.lengths for _, ns in namespaces], np.int64).reshape(-1, ALL_TYPES + 1),
-            }
+            self._freeze()
+            parts = [part for part in self._parts if part is not self._delta]
+            sources = self._capture(parts)
+            position, words = self.position, list(self._vocabulary)
+            keys = sorted(self._namespace_numbers, key=self._namespace_numbers.__getitem__)
+            memory_ids, updated = list(self._memory_ids), list(self._updated)
+        segment = _build(0, sources, len(words))
+        slots = segment.slots.tolist()
+        arrays = {
+            "format": np.array([SNAPSHOT_FORMAT], np.int64),
+            "position": np.array([position], np.int64),
+            "words": _joined(words),
+            "keys": np.frombuffer(json.dumps(keys).encode(), np.uint8),
+            "memory_ids": _joined(memory_ids[slot] or "" for slot in slots),
+            "updated": _joined(updated[slot] for slot in slots),
+            **{name: getattr(segment, name) for name in (
+                "namespaces", "starts", "lengths", "types", "terms", "offsets", "docs", "tfs")},
+        }
         buffer = io.BytesIO()
         np.savez(buffer, **arrays)
         return buffer.getvalue()
@@ -292,31 +558,34 @@ class SearchIndex:
     @classmethod
     def from_bytes(cls, blob: bytes, k1: float = K1, b: float = B) -> SearchIndex:
         data = np.load(io.BytesIO(blob), allow_pickle=False)
+        if "format" not in data.files or int(data["format"][0]) != SNAPSHOT_FORMAT:
+            raise SnapshotFormatError("search snapshot from another index version")
         index = cls(k1, b)
         index.position = int(data["position"][0])
-        words = _split(data["words"])
-        index._vocabulary = {word: term_id for term_id, word in enumerate(words)}
-        memory_ids = _split(data["memory_ids"])
-        index._memory_ids = [memory_id or None for memory_id in memory_ids]
+        index._vocabulary = {word: term_id for term_id, word in enumerate(_split(data["words"]))}
+        for key in json.loads(data["keys"].tobytes().decode()):
+            index._namespace_number((key[0], key[1]))
+        segment = _Segment(next(index._numbers))
+        for name in ("namespaces", "starts", "lengths", "types", "terms", "offsets", "docs", "tfs"):
+            setattr(segment, name, data[name].copy())
+        documents = len(segment.lengths)
+        segment.slots = np.arange(documents, dtype=np.int32)
+        segment.alive = np.ones(documents, bool)
+        index._memory_ids = list(_split(data["memory_ids"]))
         index._updated = _split(data["updated"])
-        index._length, index._type, index._alive = data["length"].copy(), data["type"].copy(), data["alive"].copy()
-        index._grow(len(memory_ids) + 1)
-        keys = [tuple(key) for key in json.loads(data["keys"].tobytes().decode())]
-        term_ends, posting_ends = np.cumsum(data["term_counts"]), np.cumsum(data["posting_counts"])
-        namespaces = []
-        for number, key in enumerate(keys):
-            namespace = _Namespace()
-            t0, t1 = (term_ends[number - 1] if number else 0), term_ends[number]
-            p0, p1 = (posting_ends[number - 1] if number else 0), posting_ends[number]
-            namespace.terms = data["terms"][t0:t1].copy()
-            namespace.offsets = np.concatenate([[0], np.cumsum(data["term_postings"][t0:t1])]).astype(np.int64)
-            namespace.slots, namespace.freqs = data["slots"][p0:p1].copy(), data["freqs"][p0:p1].copy()
-            namespace.documents, namespace.lengths = data["documents"][number].copy(), data["lengths"][number].copy()
-            index._namespaces[key] = namespace  # type: ignore[index]
-            index._by_scope.setdefault(key[0], []).append(namespace)
-            namespaces.append(namespace)
-        index._namespace_of = [namespaces[n] if n >= 0 else None for n in data["namespace_of"].tolist()]
-        index._slot_of = {memory_id: slot for slot, memory_id in enumerate(index._memory_ids) if memory_id}
+        index._slot_of = {memory_id: slot for slot, memory_id in enumerate(index._memory_ids)}
+        index._grow(documents + 1)
+        namespaces = np.repeat(segment.namespaces, np.diff(segment.starts))
+        index._length[:documents], index._type[:documents] = segment.lengths, segment.types
+        index._namespace[:documents], index._alive[:documents] = namespaces, True
+        index._part_of[:documents], index._document_of[:documents] = segment.number, segment.slots
+        for column, chosen in enumerate([segment.types == code for code in range(ALL_TYPES)] + [slice(None)]):
+            spaces = len(index._documents)
+            index._documents[:, column] = np.bincount(namespaces[chosen], minlength=spaces)
+            index._lengths[:, column] = np.bincount(namespaces[chosen], segment.lengths[chosen], spaces)
+        if documents:
+            index._parts.append(segment)
+            index._segments[segment.number] = segment
         return index
 
     # -- queries ---------------------------------------------------------------
@@ -325,79 +594,137 @@ class SearchIndex:
         """The ``limit`` best memories ``where`` admits: score, then newest, then id."""
         words = Counter(tokenize(query))
         with self._lock:
-            namespaces = self._select(where)
+            visible = self._visible(where)
             column = TYPE_CODES[where.type] if where.type else ALL_TYPES
-            documents = sum(int(ns.documents[column]) for ns in namespaces)
-            term_ids = [self._vocabulary[word] for word in words if word in self._vocabulary]
-            if not documents or not term_ids or limit <= 0:
+            counted = slice(None) if visible is None else visible
+            documents = int(self._documents[counted, column].sum())
+            known = [(self._vocabulary[word], times) for word, times in words.items() if word in self._vocabulary]
+            if not documents or not known or limit <= 0:
                 return []
-            average_length = sum(int(ns.lengths[column]) for ns in namespaces) / documents
-            repeats = np.array([words[word] for word in words if word in self._vocabulary], np.float64)
-            slots, scores = self._score(namespaces, np.array(term_ids, np.int64), repeats, where.type,
-                                        documents, average_length, limit)
-            return self._top(slots, scores, limit)
+            average_length = int(self._lengths[counted, column].sum()) / documents
+            term_ids = np.array([term_id for term_id, _ in known], np.int32)  # the segments' dtype: no casts
+            type_code = TYPE_CODES[where.type] if where.type else None
+            gathered = [self._gather(part, term_ids, visible, type_code) for part in self._parts]
+            frequencies = [sum(len(part.postings[term][0]) for part in gathered) for term in range(len(known))]
+            weights = [times * idf(documents, df) * (self.k1 + 1) if df else 0.0
+                       for (_, times), df in zip(known, frequencies)]
+            slot_parts, score_parts = [], []
+            for part in gathered:
+                slots, scores = self._score(part, weights, average_length, limit)
+                slot_parts.append(slots)
+                score_parts.append(scores)
+            return self._top(np.concatenate(slot_parts), np.concatenate(score_parts), limit)
 
-    def _select(self, where: MemoryFilter) -> list[_Namespace]:
+    def _visible(self, where: MemoryFilter) -> np.ndarray | None:
+        """The namespace numbers ``where`` may see, ascending; None for all of them."""
         if where.scopes is None:
-            return list(self._namespaces.values())
-        chosen: dict[int, _Namespace] = {}
+            return None
+        numbers: set[int] = set()
         for pattern in where.scopes:
             if pattern.scope_id is None:
-                matches = self._by_scope.get(pattern.scope, [])
-            else:
-                found = self._namespaces.get((pattern.scope, pattern.scope_id))
-                matches = [found] if found is not None else []
-            chosen.update((id(namespace), namespace) for namespace in matches)
-        return list(chosen.values())
+                numbers.update(self._by_scope.get(pattern.scope, ()))
+            elif (number := self._namespace_numbers.get((pattern.scope, pattern.scope_id))) is not None:
+                numbers.add(number)
+        if len(numbers) == len(self._namespace_numbers):
+            return None
+        return np.array(sorted(numbers), np.int32)
 
-    def _score(self, namespaces: Sequence[_Namespace], term_ids: np.ndarray, repeats: np.ndarray,
-               memory_type: str, documents: int, average_length: float, limit: int) -> tuple[np.ndarray, np.ndarray]:
-        per_term: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in term_ids]
-        for namespace in namespaces:
-            for bucket, found in zip(per_term, namespace.postings(term_ids)):
-                if found is not None:
-                    bucket.append(found)
+    def _gather(self, part: _Delta | _Segment, term_ids: np.ndarray, visible: np.ndarray | None,
+                type_code: int | None) -> _Gathered:
+        if isinstance(part, _Delta):
+            return self._gather_delta(part, term_ids, visible, type_code)
+        runs = part.runs(visible) if visible is not None else None
+        if runs is not None and not len(runs[0]):
+            return _Gathered([_EMPTY] * len(term_ids), part.lengths, None, lambda positions: positions)
+        filtered = part.dead > 0 or type_code is not None
+        if runs is not None:
+            firsts, lasts = runs
+            run_offsets = np.cumsum(lasts - firsts) - (lasts - firsts)  # where each run starts among the visible
+            shifts = firsts - run_offsets
+        postings = []
+        for start, end in part.slices(term_ids):
+            docs, tfs = part.docs[start:end], part.tfs[start:end]
+            positions = docs
+            if runs is not None and len(docs):
+                begins, ends = docs.searchsorted(firsts), docs.searchsorted(lasts)
+                chosen = _ranges(begins, ends)
+                docs, tfs = docs[chosen], tfs[chosen]
+                positions = docs - np.repeat(shifts, ends - begins)
+            if filtered and len(docs):
+                keep = part.alive[docs]
+                if type_code is not None:
+                    keep &= part.types[docs] == type_code
+                docs, positions, tfs = docs[keep], positions[keep], tfs[keep]
+            postings.append((positions, docs, tfs))
+        if runs is None:
+            return _Gathered(postings, part.lengths, part.documents, lambda positions: part.slots[positions])
+
+        def slots_of(positions: np.ndarray) -> np.ndarray:
+            run = np.searchsorted(run_offsets, positions, side="right") - 1
+            return part.slots[positions + shifts[run]]
+
+        return _Gathered(postings, part.lengths, int((lasts - firsts).sum()), slots_of)
+
+    def _gather_delta(self, delta: _Delta, term_ids: np.ndarray, visible: np.ndarray | None,
+                      type_code: int | None) -> _Gathered:
+        seen = None
+        if visible is not None:
+            seen = np.zeros(len(self._namespace_numbers), bool)
+            seen[visible] = True
+        postings = []
+        for term_id in term_ids.tolist():
+            pending = delta.postings.get(term_id)
+            if pending is None:
+                postings.append(_EMPTY)
+                continue
+            pairs = np.array(pending, np.int64).reshape(-1, 2)
+            slots, tfs = pairs[:, 0], pairs[:, 1]
+            keep = self._alive[slots]
+            if seen is not None:
+                keep &= seen[self._namespace[slots]]
+            if type_code is not None:
+                keep &= self._type[slots] == type_code
+            slots, tfs = slots[keep], tfs[keep]
+            postings.append((slots, slots, tfs))
+        return _Gathered(postings, self._length, None, lambda slots: slots)
+
+    def _score(self, part: _Gathered, weights: list[float], average_length: float,
+               limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """This part's best slots and their scores (ties at the cut kept)."""
         k1, b = self.k1, self.b
-        clean = not memory_type and not any(namespace.tombstones for namespace in namespaces)
-        touched = sum(len(part[0]) for bucket in per_term for part in bucket)
-        slot_count = len(self._memory_ids)
-        dense = touched * 8 > slot_count  # many postings: accumulate into one array over all slots
-        totals = np.zeros(slot_count) if dense else None
-        norms = k1 * (1 - b) + (k1 * b / average_length) * self._length[:slot_count] if dense else None
-        slot_parts, score_parts = [], []
-        for times, bucket in zip(repeats.tolist(), per_term):
-            if not bucket:
+        touched = sum(len(where) for where, _, _ in part.postings)
+        if not touched:
+            return np.empty(0, np.int64), np.empty(0)
+        dense = part.space is not None and touched * 8 > part.space  # many postings: one dense array
+        scale, base = k1 * b / average_length, k1 * (1 - b)
+        # norms per document, gathered below, when the postings touch a good share of the documents
+        norms = part.lengths * scale + base if dense and touched * 4 > len(part.lengths) else None
+        totals = np.zeros(part.space) if dense else None
+        positions, contributions = [], []
+        for (where, docs, tfs), weight in zip(part.postings, weights):
+            if not len(where):
                 continue
-            slots = np.concatenate([part[0] for part in bucket]) if len(bucket) > 1 else bucket[0][0]
-            freqs = np.concatenate([part[1] for part in bucket]) if len(bucket) > 1 else bucket[0][1]
-            if not clean:  # drop tombstoned slots and other types
-                keep = self._alive[slots]
-                if memory_type:
-                    keep &= self._type[slots] == TYPE_CODES[memory_type]
-                slots, freqs = slots[keep], freqs[keep]
-            if not len(slots):
-                continue
-            weight = times * idf(documents, len(slots)) * (k1 + 1)
-            tf = freqs.astype(np.float64)
+            tf = tfs.astype(np.float64)
             if norms is not None:
-                norm = np.take(norms, slots)
+                norm = np.take(norms, docs)
             else:
-                norm = k1 * (1 - b) + (k1 * b / average_length) * np.take(self._length, slots)
-            np.add(norm, tf, out=norm)  # in place: tf * weight / (tf + norm), no temporaries
-            contribution = np.divide(tf, norm, out=tf)
-            contribution *= weight
+                norm = np.take(part.lengths, docs) * scale
+                norm += base
+            norm += tf  # tf * weight / (tf + norm), in place
+            np.divide(tf, norm, out=norm)
+            norm *= weight
             if totals is not None:
-                np.add.at(totals, slots, contribution)
+                np.add.at(totals, where, norm)  # numpy 2's fast path: quicker than one concatenated bincount
             else:
-                slot_parts.append(slots)
-                score_parts.append(contribution)
+                positions.append(where)
+                contributions.append(norm)
         if totals is not None:
-            hit = np.flatnonzero(_best(totals, limit))
-            return hit, totals[hit]
-        if not slot_parts:
-            return np.empty(0, np.int32), np.empty(0, np.float64)
-        unique, inverse = np.unique(np.concatenate(slot_parts), return_inverse=True)
-        return unique, np.bincount(inverse, weights=np.concatenate(score_parts))
+            best = np.flatnonzero(_best(totals, limit))
+            return part.slots_of(best), totals[best]
+        unique, inverse = np.unique(np.concatenate(positions), return_inverse=True)
+        totals = np.bincount(inverse, weights=np.concatenate(contributions))
+        keep = _best(totals, limit)
+        return part.slots_of(unique[keep]), totals[keep]
 
     def _top(self, slots: np.ndarray, scores: np.ndarray, limit: int) -> list[Hit]:
         if len(scores) > limit:

@@ -181,3 +181,99 @@ def test_a_rebuild_while_writes_continue_swaps_in_with_no_failed_or_empty_reads(
     assert len(rebuilt) == 400
     services.bus.handle(DeleteMemory("note_0", namespace), EventMetadata())
     assert len(services.search.catch_up()) == 399
+
+
+# -- the segment machinery: tiny thresholds so a short run freezes and merges many times -----------
+
+CALLERS = [GLOBAL, MemoryFilter(scopes=None), MemoryFilter(scopes=(ScopePattern("user", "alice"),)),
+           MemoryFilter(scopes=(ScopePattern("global"), ScopePattern("user", "bob"))),
+           MemoryFilter(scopes=(ScopePattern("user"),)), MemoryFilter(type="feedback", scopes=None),
+           MemoryFilter(type="user", scopes=(ScopePattern("user", "carol"), ScopePattern("global")))]
+SPACES = [("global", ""), ("user", "alice"), ("user", "bob"), ("user", "carol")]
+
+
+@pytest.fixture
+def tiny_segments(monkeypatch):
+    """Freeze every ~60 postings, merge pairs, and make each merge slow enough for writes to land mid-build."""
+    import projections.search_index as module
+
+    real_build = module._build
+
+    def slow_build(number, sources, vocabulary_size):
+        merged = real_build(number, sources, vocabulary_size)
+        threading.Event().wait(0.002)
+        return merged
+
+    monkeypatch.setattr(module, "FREEZE_POSTINGS", 60)
+    monkeypatch.setattr(module, "TIER_BASE", 4)
+    monkeypatch.setattr(module, "FANOUT", 2)
+    monkeypatch.setattr(module, "_build", slow_build)
+    return module
+
+
+def answers(index: SearchIndex, query: str) -> list[list[tuple[str, float]]]:
+    return [[(h.memory_id, round(h.score, 9)) for h in index.search(where, query, 15)] for where in CALLERS]
+
+
+@pytest.mark.parametrize("pack_limit", [1 << 47, 0], ids=["packed-sort", "argsort"])
+def test_background_merges_with_writes_landing_mid_merge_match_a_fresh_index(tiny_segments, monkeypatch, pack_limit):
+    monkeypatch.setattr(tiny_segments, "_PACK_LIMIT", pack_limit)
+    rng = random.Random(11)
+    index, live = SearchIndex(), {}
+    for step in range(2_500):
+        scope, scope_id = rng.choice(SPACES)
+        name = f"m{rng.randrange(120)}"
+        key = (scope, scope_id, name)
+        if rng.random() < 0.2 and key in live:
+            index.apply(recorded(MemoryDeleted(live.pop(key))))
+        else:
+            text = " ".join(rng.choice(WORDS) for _ in range(rng.randrange(1, 25)))
+            changed = memory(name, text, scope, scope_id, rng.choice(["user", "general", "feedback"]),
+                             updated=f"2026-01-01T00:{step // 60 % 60:02d}:{step % 60:02d}")
+            index.apply(recorded(MemoryUpdated(changed) if key in live else MemorySaved(changed)))
+            live[key] = changed
+        if step % 250 == 0:  # mid-stream: merges may be running
+            query = " ".join(rng.sample(WORDS, 5))
+            assert answers(index, query) == answers(index_of(list(live.values())), query)
+    index.wait_for_merges()
+    query = " ".join(WORDS[:8])
+    assert answers(index, query) == answers(index_of(list(live.values())), query)
+    assert len(index) == len(live)
+    restored = SearchIndex.from_bytes(index.to_bytes())
+    assert answers(restored, query) == answers(index, query) and restored.position == index.position
+
+
+def test_merges_keep_the_parts_few_and_reuse_the_slots_of_removed_memories(tiny_segments):
+    index = SearchIndex()
+    for version in range(60):  # 40 memories, each replaced 60 times: 2,400 versions
+        for number in range(40):
+            index.apply(recorded(MemoryUpdated(memory(f"m{number}", f"w{version} w{number} common")) if version
+                                 else MemorySaved(memory(f"m{number}", f"w{version} w{number} common"))))
+        index.wait_for_merges()
+    shape = index.shape()
+    assert shape.memories == 40
+    assert shape.slots <= 160, shape  # replaced versions' slots are reused once a merge drops them
+    assert shape.parts <= 12, shape  # tiers of FANOUT segments, not one part per freeze
+    assert [h.memory_id for h in index.search(GLOBAL, "w59 w7", 1)] == ["id-global--m7"]
+
+
+def test_a_snapshot_from_another_index_version_is_refused_and_the_log_rebuilds_it(services, sqlite_url):
+    import io
+
+    import numpy as np
+
+    from memoryd.bootstrap import build_services
+    from memoryd.config import Config, SearchSettings, StorageSettings
+    from memoryd.schema import search_snapshots
+    from projections.search_index import SnapshotFormatError
+
+    old = io.BytesIO()
+    np.savez(old, position=np.array([5], np.int64))  # the first layout had no "format" entry
+    with pytest.raises(SnapshotFormatError):
+        SearchIndex.from_bytes(old.getvalue())
+    saved = services.bus.handle(SaveMemory("deploy_notes", "buildkite", "d", None, Namespace("global", "")),
+                                EventMetadata())
+    with services.store.database.write() as conn:
+        conn.execute(search_snapshots.insert().values(position=1, created="2026-01-01T00:00:00", data=old.getvalue()))
+    later = build_services(Config(storage=StorageSettings(database_url=sqlite_url), search=SearchSettings()))
+    assert [h.memory_id for h in later.search.search(GLOBAL, "buildkite", 5)] == [saved.memory.memory_id]

@@ -16,10 +16,10 @@ Parts (``--part 1,3,...``; default 1,3,4,5,6; part 2 needs ``--million``):
    Stops feeding at ``--max-rss-gb`` or ``--max-build-s`` and reports what ran.
 3. Updates at 100,000: ``apply()`` latency of an add, a replace and a delete (a query
    sees an applied event at once; each add/replace is checked by searching its unique
-   word right after), p50/p95/max over ~2,000 operations; merges counted. Then a merge
-   probe: keep adding until the namespace's delta merges, time that apply (the spike)
-   and searches just before (full delta) and after. Targets: add/replace p95 <= 0.5 ms,
-   delete p95 <= 0.05 ms.
+   word right after), p50/p95/max over ~2,000 operations; delta freezes counted. Then a
+   background merge probe: ``--probe-adds`` more adds with a search after every 10th;
+   apply latency, searches while a merge runs vs not, the index's shape as it goes.
+   Targets: add/replace p95 <= 0.5 ms, delete p95 <= 0.05 ms.
 4. Index memory vs the raw text it indexes (UTF-8 bytes of name + description +
    content): numpy ``nbytes`` + ``sys.getsizeof`` of the Python structures, and a
    ``tracemalloc`` delta over a separate build. Target <= 2x.
@@ -84,7 +84,7 @@ from corpus import (
 from events.types import MEMORY_DELETED, MEMORY_SAVED, MEMORY_UPDATED, RecordedEvent
 from projections.queries import MemoryFilter, ScopePattern
 from projections.ranking import tokenize
-from projections.search_index import MERGE_FRACTION, MERGE_MINIMUM, SearchIndex
+from projections.search_index import FANOUT, FREEZE_POSTINGS, SearchIndex, _Delta
 
 TOP = bl.TOP  # 20, as the REST default
 GLOBAL_CALLER = MemoryFilter(scopes=(ScopePattern("global"), ScopePattern("user", "bench-caller")))  # REST envelope
@@ -252,26 +252,29 @@ def footprint(index: SearchIndex) -> dict[str, int]:
         return size(container) + sum(size(x) for x in items if x is not None)  # type: ignore[attr-defined]
 
     parts: dict[str, int] = {}
-    namespaces = list(index._namespaces.values())
-    parts["numpy: postings (slots int32 + freqs uint16)"] = sum(ns.slots.nbytes + ns.freqs.nbytes for ns in namespaces)
-    parts["numpy: per-namespace terms int64 + offsets int64"] = sum(ns.terms.nbytes + ns.offsets.nbytes for ns in namespaces)
-    parts["numpy: per-slot length, type, alive; namespace counters"] = (
-        index._length.nbytes + index._type.nbytes + index._alive.nbytes
-        + sum(ns.documents.nbytes + ns.lengths.nbytes for ns in namespaces))
+    segments = [part for part in index._parts if not isinstance(part, _Delta)]
+    deltas = [part for part in index._parts if isinstance(part, _Delta)]
+    parts["numpy: postings (docs int32 + tfs uint16)"] = sum(seg.docs.nbytes + seg.tfs.nbytes for seg in segments)
+    parts["numpy: per-segment terms int32 + offsets int64, namespace ranges"] = sum(
+        seg.terms.nbytes + seg.offsets.nbytes + seg.namespaces.nbytes + seg.starts.nbytes for seg in segments)
+    parts["numpy: per-document slot, length, type, alive (in segments)"] = sum(
+        seg.slots.nbytes + seg.lengths.nbytes + seg.types.nbytes + seg.alive.nbytes for seg in segments)
+    parts["numpy: per-slot length, type, namespace, alive, location; namespace counters"] = (
+        index._length.nbytes + index._type.nbytes + index._namespace.nbytes + index._alive.nbytes
+        + index._part_of.nbytes + index._document_of.nbytes + index._documents.nbytes + index._lengths.nbytes)
     parts["python: memory ids (list + str), id -> slot dict"] = (
         strings(index._memory_ids, index._memory_ids) + size(index._slot_of) + sum(size(k) for k in index._slot_of))
     parts["python: updated timestamps (list + str)"] = strings(index._updated, index._updated)
     parts["python: vocabulary dict (+ words)"] = strings(index._vocabulary, index._vocabulary)
     delta = 0
-    for ns in namespaces:
-        delta += size(ns.delta)
-        for pending in ns.delta.values():
+    for part in deltas:
+        delta += size(part.postings) + size(part.slots)
+        for pending in part.postings.values():
             delta += size(pending) + sum(size(x) for x in pending if x > 256)
-    parts["python: deltas (dict of lists of ints)"] = delta
-    parts["python: namespace objects, slot -> namespace list, keys"] = (
-        size(index._namespace_of) + size(index._namespaces) + size(index._by_scope)
-        + sum(size(ns) for ns in namespaces) + sum(size(k) + size(k[0]) + size(k[1]) for k in index._namespaces)
-        + sum(size(v) for v in index._by_scope.values()))
+    parts["python: deltas (dict of lists of ints), free slots"] = delta + size(index._free)
+    parts["python: namespace numbers and keys"] = (
+        size(index._namespace_numbers) + size(index._by_scope) + sum(size(v) for v in index._by_scope.values())
+        + sum(size(k) + size(k[0]) + size(k[1]) for k in index._namespace_numbers))
     return parts
 
 
@@ -495,7 +498,7 @@ def part2(shared: Shared) -> None:
     print(f"- corpus: {n:,} of {count:,} memories fed{' (' + build.stopped + ')' if build.stopped else ''}, "
           f"{spaces:,} namespaces (`user`/`u00000`...), {mb(raw)} MB raw text; generated in {gen_s:.0f} s")
     print(f"- our index: fed in {build.feed_s:.0f} s ({n / build.feed_s:,.0f} events/s, incl. building the "
-          f"RecordedEvents and tokenizing), final merge of {len(index._namespaces):,} namespaces {build.merge_s:.1f} s, "
+          f"RecordedEvents and tokenizing), final merge into one segment {build.merge_s:.1f} s, "
           f"total {build.build_s:.0f} s; RSS {mb(build.rss_before)} -> {mb(build.rss_after)} MB "
           f"(+{mb(build.rss_after - build.rss_before)} MB; process peak {mb(peak_rss())} MB incl. the corpus)")
     print(f"- index footprint: {mb(sum(parts.values()))} MB = {sum(parts.values()) / raw:.2f}× raw text "
@@ -645,16 +648,14 @@ def update_table(index: SearchIndex, fresh: Memories, operations: int,
     gc.collect()
     gc.disable()
     try:
-        for i, (kind, event, word, where) in enumerate(events):
-            namespace = index._namespaces.get(space_ns[i])  # i: the op's number in this round
-            pending = namespace.delta_size if namespace is not None else 0
+        for kind, event, word, where in events:
+            delta = index._delta
             t0 = time.perf_counter_ns()
             index.apply(event)
             t1 = time.perf_counter_ns()
             ms = (t1 - t0) / 1e6
             times[kind].append(ms)
-            namespace = index._namespaces.get(space_ns[i])
-            if namespace is not None and namespace.delta_size < pending:
+            if index._delta is not delta:
                 merges.append((kind, ms))
             if check and kind != "delete":
                 hits = index.search(where, word, 5)
@@ -672,10 +673,54 @@ def update_table(index: SearchIndex, fresh: Memories, operations: int,
         print(f"| {kind} | {len(t)} | {pct(t, 50):.3f} | {pct(t, 95):.3f} | {pct(t, 99):.3f} | {max(t):.2f} | "
               f"<= {target} ms | {verdict(pct(t, 95) <= target)} | {both} |")
     merge_note = ", ".join(f"{k} {ms:.1f} ms" for k, ms in merges[:8]) + (" ..." if len(merges) > 8 else "")
-    print(f"\nMerges during these operations: {len(merges)}" + (f" ({merge_note})" if merges else "")
+    print(f"\nDelta freezes during these operations (background merges follow): {len(merges)}" + (f" ({merge_note})" if merges else "")
           + (f"; unique-word checks: {sum(len(v) for v in seen.values()) - misses} of "
              f"{sum(len(v) for v in seen.values())} found at once (the only hit)" if check else ""))
     return times
+
+
+def merge_probe(index: SearchIndex, fresh: Memories, queries: Sequence[str], first: int, adds: int) -> None:
+    """Keep adding while background merges run: apply latency, and searches during a merge vs not."""
+    position = index.position
+    apply_ms: list[float] = []
+    during: list[float] = []
+    idle: list[float] = []
+    shapes = [index.shape()]
+    gc.collect()
+    gc.disable()
+    try:
+        for j in range(adds):
+            position += 1
+            event = recorded(position, MEMORY_SAVED, fresh.record(first + j, memory_id(first + j, 9)))
+            t0 = time.perf_counter_ns()
+            index.apply(event)
+            apply_ms.append((time.perf_counter_ns() - t0) / 1e6)
+            if j % 10 == 0:
+                merging = index._merger is not None
+                t0 = time.perf_counter_ns()
+                index.search(GLOBAL_CALLER, queries[j // 10 % len(queries)], TOP)
+                (during if merging else idle).append((time.perf_counter_ns() - t0) / 1e6)
+            if j % 5_000 == 4_999:
+                shapes.append(index.shape())
+    finally:
+        gc.enable()
+    waited = time.perf_counter()
+    index.wait_for_merges()
+    waited = time.perf_counter() - waited
+    print(f"\nBackground merge probe: {adds:,} more adds, a search after every 10th (load {load()}).")
+    print(f"Freezes every {FREEZE_POSTINGS:,} postings; {FANOUT} segments of a size tier merge into one, off the lock.")
+    print()
+    print("| measured | n | p50 ms | p95 ms | p99 ms | max ms |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for label, values in (("apply (add)", apply_ms), ("search while a merge ran", during),
+                          ("search while none ran", idle)):
+        if values:
+            print(f"| {label} | {len(values):,} | {pct(values, 50):.3f} | {pct(values, 95):.3f} | "
+                  f"{pct(values, 99):.3f} | {max(values):.2f} |")
+    print()
+    print("Shapes every 5,000 adds (parts read by a query, segments, postings waiting in deltas, merging): "
+          + "; ".join(f"{s.parts}/{s.segments}/{s.delta_postings:,}/{'yes' if s.merging else 'no'}" for s in shapes)
+          + f". After the probe the last merges finished {waited:.2f} s later: {index.shape()}.")
 
 
 def part3(shared: Shared) -> None:
@@ -685,7 +730,7 @@ def part3(shared: Shared) -> None:
     index = build.index
     queries = shared.queries[:args.queries]
     assert shared.corpus is not None and shared.memories is not None
-    fresh_corpus = generate(CorpusSpec(count=args.updates * args.rounds + 20_000, seed=args.seed + 1))
+    fresh_corpus = generate(CorpusSpec(count=args.updates * args.rounds + args.probe_adds, seed=args.seed + 1))
     fresh = Memories(fresh_corpus, family=9, time_offset=args.count)
     everyone = np.arange(shared.corpus.count)
     search_before = timed_loop(lambda q: index.search(GLOBAL_CALLER, q, TOP), queries, args.budget)
@@ -695,56 +740,20 @@ def part3(shared: Shared) -> None:
                      lambda _: GLOBAL_CALLER, first=(round_ - 1) * args.updates, touched=touched,
                      title=f"Round {round_}: updates at {args.count:,} (one global namespace)")
         print()
-    search_after = timed_loop(lambda q: index.search(GLOBAL_CALLER, q, TOP), queries, args.budget)
 
-    # Merge probe: add until the global namespace's delta merges.
-    namespace = index._namespaces[("global", "")]
-    threshold = max(MERGE_MINIMUM, MERGE_FRACTION * len(namespace.slots))
-    print(f"\nMerge probe: the global namespace holds {len(namespace.slots):,} merged postings and a delta of "
-          f"{namespace.delta_size:,} words; it merges when the delta passes {threshold:,.0f} words "
-          f"(MERGE_FRACTION {MERGE_FRACTION} of the postings, at least MERGE_MINIMUM {MERGE_MINIMUM:,}).")
-    adds: list[float] = []
-    spike = None
-    full_delta: list[float] = []
-    deadline = time.perf_counter() + args.budget * 2
-    done = i = args.updates * args.rounds
-    position = index.position
-    while i < fresh_corpus.count and time.perf_counter() < deadline:
-        memory = fresh.record(i, memory_id(i, 9))
-        words = len(tokenize(f"{memory['name']} {memory['description']} {memory['content']}"))
-        if namespace.delta_size + words > threshold and not full_delta:
-            full_delta = timed_loop(lambda q: index.search(GLOBAL_CALLER, q, TOP), queries[:100], args.budget)
-        position += 1
-        event = recorded(position, MEMORY_SAVED, memory)
-        pending = namespace.delta_size
-        gc.disable()
-        t0 = time.perf_counter_ns()
-        index.apply(event)
-        ms = (time.perf_counter_ns() - t0) / 1e6
-        gc.enable()
-        i += 1
-        if namespace.delta_size < pending:
-            spike = ms
-            break
-        adds.append(ms)
-    if spike is None:
-        print(f"\nNo merge within {i - done:,} more adds (budget); add p50 {pct(adds, 50):.3f} ms")
-    else:
-        after_merge = timed_loop(lambda q: index.search(GLOBAL_CALLER, q, TOP), queries[:100], args.budget)
-        print(f"\nThe merge came at add {i - done:,} after the {args.rounds} × {args.updates:,} operations "
-              f"({index.position - build.count:,} events applied since the build): that apply took **{spike:,.0f} ms** "
-              f"(the lock is held: searches wait as long); the other adds p50 {pct(adds, 50):.3f} ms, "
-              f"p95 {pct(adds, 95):.3f} ms, max {max(adds):.2f} ms.")
-        print()
-        print("| search, global caller | queries | p50 ms | p95 ms |")
-        print("|---|---:|---:|---:|")
-        print(f"| fresh index (as built; no delta, no tombstones) | {len(search_before)} | {pct(search_before, 50):.2f} | "
-              f"{pct(search_before, 95):.2f} |")
-        print(f"| after the {args.rounds} × {args.updates:,} operations (delta + tombstones) | {len(search_after)} | "
-              f"{pct(search_after, 50):.2f} | {pct(search_after, 95):.2f} |")
-        print(f"| delta just below the merge threshold | {len(full_delta)} | {pct(full_delta, 50):.2f} | "
-              f"{pct(full_delta, 95):.2f} |")
-        print(f"| right after the merge | {len(after_merge)} | {pct(after_merge, 50):.2f} | {pct(after_merge, 95):.2f} |")
+    index.wait_for_merges()
+    search_after = timed_loop(lambda q: index.search(GLOBAL_CALLER, q, TOP), queries, args.budget)
+    merge_probe(index, fresh, queries, first=args.updates * args.rounds, adds=args.probe_adds)
+    print()
+    print("| search, global caller | queries | p50 ms | p95 ms |")
+    print("|---|---:|---:|---:|")
+    print(f"| fresh index (as built: one segment) | {len(search_before)} | {pct(search_before, 50):.2f} | "
+          f"{pct(search_before, 95):.2f} |")
+    print(f"| after the {args.rounds} × {args.updates:,} operations, merges settled | {len(search_after)} | "
+          f"{pct(search_after, 50):.2f} | {pct(search_after, 95):.2f} |")
+    settled = timed_loop(lambda q: index.search(GLOBAL_CALLER, q, TOP), queries, args.budget)
+    print(f"| after the probe's {args.probe_adds:,} adds, merges settled ({index.shape().parts} parts) | "
+          f"{len(settled)} | {pct(settled, 50):.2f} | {pct(settled, 95):.2f} |")
     shared.build = None  # mutated: later parts build their own
     print(f"\nload {load()}", flush=True)
 
@@ -1037,6 +1046,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="repeat each timing loop (shared machine)")
     parser.add_argument("--budget", type=float, default=60.0, help="seconds per timing loop at most")
     parser.add_argument("--updates", type=int, default=2_000, help="part 3 operations")
+    parser.add_argument("--probe-adds", type=int, default=20_000, help="part 3: adds while background merges run")
     parser.add_argument("--million-count", type=int, default=1_000_000)
     parser.add_argument("--namespaces", type=int, default=1_000)
     parser.add_argument("--million-updates", type=int, default=1_000)
