@@ -35,11 +35,12 @@ import json
 import logging
 import math
 import threading
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import chain, count, repeat
+from itertools import count
 
 import numpy as np
 
@@ -110,13 +111,13 @@ class Hit:
 
 
 class _Delta:
-    """Recent memories, mutable until frozen: term id -> [slot, tf, slot, tf, ...]."""
+    """Recent memories, mutable until frozen: term id -> int32 [slot, tf, slot, tf, ...]."""
 
     __slots__ = ("number", "postings", "slots", "size")
 
     def __init__(self, number: int) -> None:
         self.number = number
-        self.postings: dict[int, list[int]] = {}
+        self.postings: dict[int, array[int]] = {}
         self.slots: list[int] = []
         self.size = 0  # postings
 
@@ -128,8 +129,8 @@ class _Delta:
 class _Segment:
     """Immutable postings of a set of documents, numbered by (namespace, slot); liveness changes."""
 
-    __slots__ = ("number", "slots", "namespaces", "starts", "lengths", "types", "alive", "dead",
-                 "terms", "offsets", "docs", "tfs")
+    __slots__ = ("number", "slots", "namespaces", "starts", "lengths", "types", "alive", "removed",
+                 "_sorted_removed", "terms", "offsets", "docs", "tfs")
 
     def __init__(self, number: int) -> None:
         self.number = number
@@ -139,7 +140,8 @@ class _Segment:
         self.lengths = np.empty(0, np.int32)  # per document
         self.types = np.empty(0, np.uint8)
         self.alive = np.empty(0, bool)
-        self.dead = 0
+        self.removed: list[int] = []  # tombstoned documents
+        self._sorted_removed = np.empty(0, np.int32)
         self.terms = np.empty(0, np.int32)  # ascending term ids
         self.offsets = np.zeros(1, np.int64)  # postings of terms[i] are [offsets[i], offsets[i+1])
         self.docs = np.empty(0, np.int32)
@@ -148,6 +150,16 @@ class _Segment:
     @property
     def documents(self) -> int:
         return len(self.slots)
+
+    @property
+    def dead(self) -> int:
+        return len(self.removed)
+
+    def removed_documents(self) -> np.ndarray:
+        """The tombstoned documents, ascending (sorted again only after a removal)."""
+        if len(self._sorted_removed) != len(self.removed):
+            self._sorted_removed = np.sort(np.array(self.removed, np.int32))
+        return self._sorted_removed
 
     def slices(self, term_ids: np.ndarray) -> list[tuple[int, int]]:
         """For each term id, its postings' [start, end) (empty when absent)."""
@@ -276,13 +288,14 @@ class IndexShape:
 class _Gathered:
     """One part's visible postings of each query term, numbered in a space of its own."""
 
-    postings: list[tuple[np.ndarray, np.ndarray, np.ndarray]]  # per term: (positions, documents, tfs)
+    # per term: (positions, documents, tfs, which of them are tombstones to score zero, or None)
+    postings: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]]
     lengths: np.ndarray  # document -> its length
     space: int | None  # positions are < space; None: positions are slots (a sparse space)
     slots_of: Callable[[np.ndarray], np.ndarray]
 
 
-_EMPTY = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.uint16))
+_EMPTY = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.uint16), None)
 
 
 class SearchIndex:
@@ -383,7 +396,10 @@ class SearchIndex:
         vocabulary, delta = self._vocabulary, self._delta
         frequencies = Counter(words)
         for word, frequency in frequencies.items():
-            delta.postings.setdefault(vocabulary.setdefault(word, len(vocabulary)), []).extend((slot, frequency))
+            term_id = vocabulary.setdefault(word, len(vocabulary))
+            if (pending := delta.postings.get(term_id)) is None:
+                pending = delta.postings[term_id] = array("i")
+            pending.fromlist([slot, frequency])
         delta.slots.append(slot)
         delta.size += len(frequencies)
         for column in (type_code, ALL_TYPES):
@@ -403,7 +419,7 @@ class SearchIndex:
         segment = self._segments.get(int(self._part_of[slot]))
         if segment is not None:
             segment.alive[self._document_of[slot]] = False
-            segment.dead += 1
+            segment.removed.append(int(self._document_of[slot]))
             self._merge_wanted |= segment.dead * 2 > segment.documents
 
     def _namespace_number(self, key: tuple[str, str]) -> int:
@@ -502,8 +518,8 @@ class SearchIndex:
 
         def expand() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             items = list(delta.postings.items())
-            terms = np.fromiter(chain.from_iterable(repeat(term, len(pairs) // 2) for term, pairs in items), np.int64)
-            pairs = np.fromiter(chain.from_iterable(pairs for _, pairs in items), np.int64).reshape(-1, 2)
+            terms = np.repeat(np.array([term for term, _ in items], np.int64), [len(pairs) // 2 for _, pairs in items])
+            pairs = np.frombuffer(b"".join(pairs.tobytes() for _, pairs in items), np.int32).reshape(-1, 2)
             # documents are positions in delta.slots: slots map back through a sorted lookup
             by_slot = np.argsort(slots)
             documents = by_slot[np.searchsorted(slots, pairs[:, 0], sorter=by_slot)]
@@ -515,7 +531,7 @@ class SearchIndex:
     def _swap(self, parts: list[_Delta | _Segment], merged: _Segment) -> None:
         """(Lock held) replace ``parts`` by ``merged``; tombstone what was removed since the capture."""
         merged.alive = self._alive[merged.slots]
-        merged.dead = int(len(merged.alive) - np.count_nonzero(merged.alive))
+        merged.removed = np.flatnonzero(~merged.alive).tolist()
         self._part_of[merged.slots] = merged.number
         self._document_of[merged.slots] = np.arange(merged.documents, dtype=np.int32)
         replaced = {part.number for part in parts}
@@ -605,7 +621,9 @@ class SearchIndex:
             term_ids = np.array([term_id for term_id, _ in known], np.int32)  # the segments' dtype: no casts
             type_code = TYPE_CODES[where.type] if where.type else None
             gathered = [self._gather(part, term_ids, visible, type_code) for part in self._parts]
-            frequencies = [sum(len(part.postings[term][0]) for part in gathered) for term in range(len(known))]
+            frequencies = [sum(len(where) - (len(zero) if zero is not None else 0)
+                               for where, _, _, zero in (part.postings[term] for part in gathered))
+                           for term in range(len(known))]
             weights = [times * idf(documents, df) * (self.k1 + 1) if df else 0.0
                        for (_, times), df in zip(known, frequencies)]
             slot_parts, score_parts = [], []
@@ -636,7 +654,8 @@ class SearchIndex:
         runs = part.runs(visible) if visible is not None else None
         if runs is not None and not len(runs[0]):
             return _Gathered([_EMPTY] * len(term_ids), part.lengths, None, lambda positions: positions)
-        filtered = part.dead > 0 or type_code is not None
+        filtered = type_code is not None  # else tombstones, if any, score zero (or are filtered when many)
+        removed = part.removed_documents() if part.dead and not filtered else None
         if runs is not None:
             firsts, lasts = runs
             run_offsets = np.cumsum(lasts - firsts) - (lasts - firsts)  # where each run starts among the visible
@@ -650,12 +669,19 @@ class SearchIndex:
                 chosen = _ranges(begins, ends)
                 docs, tfs = docs[chosen], tfs[chosen]
                 positions = docs - np.repeat(shifts, ends - begins)
-            if filtered and len(docs):
+            zero = None
+            if removed is not None and len(removed) * 16 <= len(docs):  # few tombstones: find them
+                found = docs.searchsorted(removed)
+                inside = found < len(docs)
+                found = found[inside]
+                zero = found[docs[found] == removed[inside]]
+            elif (filtered or removed is not None) and len(docs):
                 keep = part.alive[docs]
                 if type_code is not None:
                     keep &= part.types[docs] == type_code
-                docs, positions, tfs = docs[keep], positions[keep], tfs[keep]
-            postings.append((positions, docs, tfs))
+                docs, tfs = docs[keep], tfs[keep]
+                positions = docs if runs is None else positions[keep]
+            postings.append((positions, docs, tfs, zero))
         if runs is None:
             return _Gathered(postings, part.lengths, part.documents, lambda positions: part.slots[positions])
 
@@ -677,7 +703,7 @@ class SearchIndex:
             if pending is None:
                 postings.append(_EMPTY)
                 continue
-            pairs = np.array(pending, np.int64).reshape(-1, 2)
+            pairs = np.array(pending).reshape(-1, 2)  # a copy: the array may grow after this query
             slots, tfs = pairs[:, 0], pairs[:, 1]
             keep = self._alive[slots]
             if seen is not None:
@@ -685,14 +711,14 @@ class SearchIndex:
             if type_code is not None:
                 keep &= self._type[slots] == type_code
             slots, tfs = slots[keep], tfs[keep]
-            postings.append((slots, slots, tfs))
+            postings.append((slots, slots, tfs, None))
         return _Gathered(postings, self._length, None, lambda slots: slots)
 
     def _score(self, part: _Gathered, weights: list[float], average_length: float,
                limit: int) -> tuple[np.ndarray, np.ndarray]:
         """This part's best slots and their scores (ties at the cut kept)."""
         k1, b = self.k1, self.b
-        touched = sum(len(where) for where, _, _ in part.postings)
+        touched = sum(len(where) for where, _, _, _ in part.postings)
         if not touched:
             return np.empty(0, np.int64), np.empty(0)
         dense = part.space is not None and touched * 8 > part.space  # many postings: one dense array
@@ -701,7 +727,7 @@ class SearchIndex:
         norms = part.lengths * scale + base if dense and touched * 4 > len(part.lengths) else None
         totals = np.zeros(part.space) if dense else None
         positions, contributions = [], []
-        for (where, docs, tfs), weight in zip(part.postings, weights):
+        for (where, docs, tfs, zero), weight in zip(part.postings, weights):
             if not len(where):
                 continue
             tf = tfs.astype(np.float64)
@@ -713,6 +739,8 @@ class SearchIndex:
             norm += tf  # tf * weight / (tf + norm), in place
             np.divide(tf, norm, out=norm)
             norm *= weight
+            if zero is not None:
+                norm[zero] = 0.0  # tombstones: no score (and not counted in df)
             if totals is not None:
                 np.add.at(totals, where, norm)  # numpy 2's fast path: quicker than one concatenated bincount
             else:
