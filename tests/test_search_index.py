@@ -277,3 +277,26 @@ def test_a_snapshot_from_another_index_version_is_refused_and_the_log_rebuilds_i
         conn.execute(search_snapshots.insert().values(position=1, created="2026-01-01T00:00:00", data=old.getvalue()))
     later = build_services(Config(storage=StorageSettings(database_url=sqlite_url), search=SearchSettings()))
     assert [h.memory_id for h in later.search.search(GLOBAL, "buildkite", 5)] == [saved.memory.memory_id]
+
+
+@pytest.mark.parametrize("removals", [6, 900], ids=["few-tombstones-score-zero", "many-tombstones-filtered"])
+def test_tombstones_in_a_big_segment_score_exactly_as_a_fresh_index(removals):
+    rng = random.Random(removals)
+    live = {}
+    for number in range(2_000):
+        scope, scope_id = SPACES[number % len(SPACES)]
+        text = " ".join(rng.choice(WORDS) for _ in range(rng.randrange(3, 30)))
+        live[number] = memory(f"m{number}", text, scope, scope_id, rng.choice(["user", "general", "feedback"]))
+    index = SearchIndex()
+    with index.bulk():  # one segment
+        index.apply_all(recorded(MemorySaved(m)) for m in live.values())
+    for number in rng.sample(sorted(live), removals):
+        if number % 2:
+            index.apply(recorded(MemoryDeleted(live.pop(number))))
+        else:
+            old = live[number]
+            live[number] = memory(old.name, "w1 w2 fresh", old.scope, old.scope_id, old.type)
+            index.apply(recorded(MemoryUpdated(live[number])))
+    assert index.shape().tombstones == removals
+    for query in ("w1 w2 w3", "w7 w7 w30 fresh", " ".join(WORDS[::3])):
+        assert answers(index, query) == answers(index_of(list(live.values())), query)
