@@ -55,6 +55,7 @@ FREEZE_POSTINGS = 32_768  # freeze the delta into a segment once it holds this m
 BULK_FREEZE_POSTINGS = 4_000_000  # inside bulk(): bigger deltas, frozen on the spot
 FANOUT = 4  # merge this many segments of one size tier into one
 TIER_BASE = 512  # documents in a tier-0 segment (a frozen delta holds about this many)
+RUNS_CACHED = 256  # visible sets whose document ranges a segment remembers
 SNAPSHOT_FORMAT = 2
 _PACK_LIMIT = 1 << 47  # below this, (term * documents + document) leaves 16 bits for the term frequency
 
@@ -111,7 +112,10 @@ class Hit:
 
 
 class _Delta:
-    """Recent memories, mutable until frozen: term id -> int32 [slot, tf, slot, tf, ...]."""
+    """Recent memories, mutable until frozen: term id -> int32 [document, tf, document, tf, ...].
+
+    A delta's document ``d`` is the memory in slot ``slots[d]``.
+    """
 
     __slots__ = ("number", "postings", "slots", "size")
 
@@ -130,7 +134,7 @@ class _Segment:
     """Immutable postings of a set of documents, numbered by (namespace, slot); liveness changes."""
 
     __slots__ = ("number", "slots", "namespaces", "starts", "lengths", "types", "alive", "removed",
-                 "_sorted_removed", "terms", "offsets", "docs", "tfs")
+                 "_sorted_removed", "_runs", "terms", "offsets", "docs", "tfs")
 
     def __init__(self, number: int) -> None:
         self.number = number
@@ -142,6 +146,7 @@ class _Segment:
         self.alive = np.empty(0, bool)
         self.removed: list[int] = []  # tombstoned documents
         self._sorted_removed = np.empty(0, np.int32)
+        self._runs: dict[bytes, tuple[np.ndarray, np.ndarray] | None] = {}  # by visible set: namespaces never change
         self.terms = np.empty(0, np.int32)  # ascending term ids
         self.offsets = np.zeros(1, np.int64)  # postings of terms[i] are [offsets[i], offsets[i+1])
         self.docs = np.empty(0, np.int32)
@@ -171,6 +176,14 @@ class _Segment:
 
     def runs(self, visible: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """The visible namespaces' document ranges, adjacent ones joined; None when that is everything."""
+        key = visible.tobytes()
+        if key not in self._runs:
+            if len(self._runs) >= RUNS_CACHED:
+                self._runs.clear()
+            self._runs[key] = self._find_runs(visible)
+        return self._runs[key]
+
+    def _find_runs(self, visible: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         found = np.minimum(np.searchsorted(self.namespaces, visible), max(len(self.namespaces) - 1, 0))
         found = found[self.namespaces[found] == visible] if len(self.namespaces) else found[:0]
         firsts, lasts = self.starts[found], self.starts[found + 1]
@@ -208,9 +221,9 @@ def _build(number: int, sources: list[_Source], vocabulary_size: int) -> _Segmen
     """One segment holding the live documents of ``sources``: pure, so it runs off the lock.
 
     Each posting becomes one int64 key ``(term * documents + document) << 16 | tf``; sorting
-    the keys orders the postings term-major. Every source's keys are already sorted (a
-    segment's numbering and the merged one agree on (namespace, slot) order), so the stable
-    sort (timsort) only merges runs. Keys too large to pack fall back to an argsort.
+    the keys orders the postings term-major. A segment's keys arrive sorted (its numbering
+    and the merged one agree on (namespace, slot) order) and deltas are small, so the stable
+    sort (timsort) mostly merges runs. Keys too large to pack fall back to an argsort.
     """
     segment = _Segment(number)
     live = [np.flatnonzero(source.alive) for source in sources]
@@ -288,10 +301,9 @@ class IndexShape:
 class _Gathered:
     """One part's visible postings of each query term, numbered in a space of its own."""
 
-    # per term: (positions, documents, tfs, which of them are tombstones to score zero, or None)
+    # per term: (positions, document lengths, tfs, which of them are tombstones to score zero, or None)
     postings: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]]
-    lengths: np.ndarray  # document -> its length
-    space: int | None  # positions are < space; None: positions are slots (a sparse space)
+    space: int  # positions are < space
     slots_of: Callable[[np.ndarray], np.ndarray]
 
 
@@ -308,8 +320,10 @@ class SearchIndex:
         self._vocabulary: dict[str, int] = {}
         self._namespace_numbers: dict[tuple[str, str], int] = {}
         self._by_scope: dict[str, list[int]] = {}
-        self._documents = np.zeros((0, ALL_TYPES + 1), np.int64)  # live documents per namespace and type
-        self._lengths = np.zeros((0, ALL_TYPES + 1), np.int64)  # their summed lengths
+        # live documents and their summed lengths per namespace, by type and in all (the last column);
+        # Python lists: an apply updates four counters, and list items are ten times cheaper than numpy's
+        self._documents: list[list[int]] = []
+        self._lengths: list[list[int]] = []
         self._slot_of: dict[str, int] = {}
         self._memory_ids: list[str | None] = []
         self._updated: list[str] = []
@@ -393,27 +407,31 @@ class SearchIndex:
         self._slot_of[memory.memory_id] = slot
         self._length[slot], self._type[slot], self._namespace[slot] = len(words), type_code, namespace
         self._alive[slot], self._part_of[slot] = True, self._delta.number
-        vocabulary, delta = self._vocabulary, self._delta
+        vocabulary, delta, document = self._vocabulary, self._delta, self._delta.documents
         frequencies = Counter(words)
         for word, frequency in frequencies.items():
             term_id = vocabulary.setdefault(word, len(vocabulary))
             if (pending := delta.postings.get(term_id)) is None:
                 pending = delta.postings[term_id] = array("i")
-            pending.fromlist([slot, frequency])
+            pending.fromlist([document, frequency])
         delta.slots.append(slot)
         delta.size += len(frequencies)
-        for column in (type_code, ALL_TYPES):
-            self._documents[namespace, column] += 1
-            self._lengths[namespace, column] += len(words)
+        counts, lengths = self._documents[namespace], self._lengths[namespace]
+        counts[type_code] += 1
+        counts[ALL_TYPES] += 1
+        lengths[type_code] += len(words)
+        lengths[ALL_TYPES] += len(words)
 
     def _remove(self, memory_id: str) -> None:
         slot = self._slot_of.pop(memory_id, None)
         if slot is None:
             return
-        namespace = self._namespace[slot]
-        for column in (int(self._type[slot]), ALL_TYPES):
-            self._documents[namespace, column] -= 1
-            self._lengths[namespace, column] -= int(self._length[slot])
+        namespace, type_code, length = int(self._namespace[slot]), int(self._type[slot]), int(self._length[slot])
+        counts, lengths = self._documents[namespace], self._lengths[namespace]
+        counts[type_code] -= 1
+        counts[ALL_TYPES] -= 1
+        lengths[type_code] -= length
+        lengths[ALL_TYPES] -= length
         self._alive[slot] = False
         self._memory_ids[slot], self._updated[slot] = None, ""
         segment = self._segments.get(int(self._part_of[slot]))
@@ -427,11 +445,8 @@ class SearchIndex:
         if number is None:
             number = self._namespace_numbers[key] = len(self._namespace_numbers)
             self._by_scope.setdefault(key[0], []).append(number)
-            if number >= len(self._documents):
-                grown = max(16, 2 * len(self._documents))
-                self._documents = np.resize(self._documents, (grown, ALL_TYPES + 1))
-                self._lengths = np.resize(self._lengths, (grown, ALL_TYPES + 1))
-                self._documents[number:] = self._lengths[number:] = 0
+            self._documents.append([0] * (ALL_TYPES + 1))
+            self._lengths.append([0] * (ALL_TYPES + 1))
         return number
 
     def _grow(self, needed: int) -> None:
@@ -481,7 +496,7 @@ class SearchIndex:
                 return [segment]
         tiers: dict[int, list[_Delta | _Segment]] = {}
         for segment in segments:
-            tier = int(math.log(max(segment.documents, TIER_BASE) / TIER_BASE, FANOUT))
+            tier = max(0, round(math.log(max(segment.documents, 1) / TIER_BASE, FANOUT)))  # ~TIER_BASE * FANOUT**tier
             tiers.setdefault(tier, []).append(segment)
         full = [tier for tier, members in tiers.items() if len(members) >= FANOUT]
         return tiers[min(full)][:FANOUT] if full else None
@@ -520,10 +535,7 @@ class SearchIndex:
             items = list(delta.postings.items())
             terms = np.repeat(np.array([term for term, _ in items], np.int64), [len(pairs) // 2 for _, pairs in items])
             pairs = np.frombuffer(b"".join(pairs.tobytes() for _, pairs in items), np.int32).reshape(-1, 2)
-            # documents are positions in delta.slots: slots map back through a sorted lookup
-            by_slot = np.argsort(slots)
-            documents = by_slot[np.searchsorted(slots, pairs[:, 0], sorter=by_slot)]
-            return terms, documents, np.minimum(pairs[:, 1], 65_535).astype(np.uint16)
+            return terms, pairs[:, 0], np.minimum(pairs[:, 1], 65_535).astype(np.uint16)
 
         return _Source(slots, self._namespace[slots], self._length[slots], self._type[slots], self._alive[slots],
                        delta.size, expand)
@@ -595,10 +607,11 @@ class SearchIndex:
         index._length[:documents], index._type[:documents] = segment.lengths, segment.types
         index._namespace[:documents], index._alive[:documents] = namespaces, True
         index._part_of[:documents], index._document_of[:documents] = segment.number, segment.slots
-        for column, chosen in enumerate([segment.types == code for code in range(ALL_TYPES)] + [slice(None)]):
-            spaces = len(index._documents)
-            index._documents[:, column] = np.bincount(namespaces[chosen], minlength=spaces)
-            index._lengths[:, column] = np.bincount(namespaces[chosen], segment.lengths[chosen], spaces)
+        spaces, by_type = len(index._documents), [segment.types == code for code in range(ALL_TYPES)] + [slice(None)]
+        index._documents = np.stack([np.bincount(namespaces[chosen], minlength=spaces)
+                                     for chosen in by_type], axis=1).tolist()
+        index._lengths = np.stack([np.bincount(namespaces[chosen], segment.lengths[chosen], spaces).astype(np.int64)
+                                   for chosen in by_type], axis=1).tolist()
         if documents:
             index._parts.append(segment)
             index._segments[segment.number] = segment
@@ -612,12 +625,12 @@ class SearchIndex:
         with self._lock:
             visible = self._visible(where)
             column = TYPE_CODES[where.type] if where.type else ALL_TYPES
-            counted = slice(None) if visible is None else visible
-            documents = int(self._documents[counted, column].sum())
+            counted = range(len(self._documents)) if visible is None else visible.tolist()
+            documents = sum(self._documents[number][column] for number in counted)
             known = [(self._vocabulary[word], times) for word, times in words.items() if word in self._vocabulary]
             if not documents or not known or limit <= 0:
                 return []
-            average_length = int(self._lengths[counted, column].sum()) / documents
+            average_length = sum(self._lengths[number][column] for number in counted) / documents
             term_ids = np.array([term_id for term_id, _ in known], np.int32)  # the segments' dtype: no casts
             type_code = TYPE_CODES[where.type] if where.type else None
             gathered = [self._gather(part, term_ids, visible, type_code) for part in self._parts]
@@ -626,12 +639,8 @@ class SearchIndex:
                            for term in range(len(known))]
             weights = [times * idf(documents, df) * (self.k1 + 1) if df else 0.0
                        for (_, times), df in zip(known, frequencies)]
-            slot_parts, score_parts = [], []
-            for part in gathered:
-                slots, scores = self._score(part, weights, average_length, limit)
-                slot_parts.append(slots)
-                score_parts.append(scores)
-            return self._top(np.concatenate(slot_parts), np.concatenate(score_parts), limit)
+            slots, scores = self._score(gathered, weights, average_length, limit)
+            return self._top(slots, scores, limit)
 
     def _visible(self, where: MemoryFilter) -> np.ndarray | None:
         """The namespace numbers ``where`` may see, ascending; None for all of them."""
@@ -653,22 +662,35 @@ class SearchIndex:
             return self._gather_delta(part, term_ids, visible, type_code)
         runs = part.runs(visible) if visible is not None else None
         if runs is not None and not len(runs[0]):
-            return _Gathered([_EMPTY] * len(term_ids), part.lengths, None, lambda positions: positions)
+            return _Gathered([_EMPTY] * len(term_ids), 0, lambda positions: positions)
         filtered = type_code is not None  # else tombstones, if any, score zero (or are filtered when many)
         removed = part.removed_documents() if part.dead and not filtered else None
         if runs is not None:
             firsts, lasts = runs
             run_offsets = np.cumsum(lasts - firsts) - (lasts - firsts)  # where each run starts among the visible
             shifts = firsts - run_offsets
+            bounds, single = np.concatenate((firsts, lasts)), len(firsts) == 1
+            if single and removed is not None:  # only the tombstones in the visible range matter
+                begin, finish = removed.searchsorted(bounds).tolist()
+                removed = removed[begin:finish] if finish > begin else None
         postings = []
         for start, end in part.slices(term_ids):
+            if start == end:
+                postings.append(_EMPTY)
+                continue
             docs, tfs = part.docs[start:end], part.tfs[start:end]
             positions = docs
-            if runs is not None and len(docs):
-                begins, ends = docs.searchsorted(firsts), docs.searchsorted(lasts)
-                chosen = _ranges(begins, ends)
-                docs, tfs = docs[chosen], tfs[chosen]
-                positions = docs - np.repeat(shifts, ends - begins)
+            if runs is not None:
+                found = docs.searchsorted(bounds)
+                if single:  # one namespace (or adjacent ones): plain slices, no gathers
+                    begin, finish = found.tolist()
+                    docs, tfs = docs[begin:finish], tfs[begin:finish]
+                    positions = docs - firsts[0]
+                else:
+                    begins, ends = found[:len(firsts)], found[len(firsts):]
+                    chosen = _ranges(begins, ends)
+                    docs, tfs = docs[chosen], tfs[chosen]
+                    positions = docs - np.repeat(shifts, ends - begins)
             zero = None
             if removed is not None and len(removed) * 16 <= len(docs):  # few tombstones: find them
                 found = docs.searchsorted(removed)
@@ -681,22 +703,27 @@ class SearchIndex:
                     keep &= part.types[docs] == type_code
                 docs, tfs = docs[keep], tfs[keep]
                 positions = docs if runs is None else positions[keep]
-            postings.append((positions, docs, tfs, zero))
+            postings.append((positions, np.take(part.lengths, docs), tfs, zero))
         if runs is None:
-            return _Gathered(postings, part.lengths, part.documents, lambda positions: part.slots[positions])
+            return _Gathered(postings, part.documents, lambda positions: part.slots[positions])
 
         def slots_of(positions: np.ndarray) -> np.ndarray:
             run = np.searchsorted(run_offsets, positions, side="right") - 1
             return part.slots[positions + shifts[run]]
 
-        return _Gathered(postings, part.lengths, int((lasts - firsts).sum()), slots_of)
+        return _Gathered(postings, int((lasts - firsts).sum()), slots_of)
 
     def _gather_delta(self, delta: _Delta, term_ids: np.ndarray, visible: np.ndarray | None,
                       type_code: int | None) -> _Gathered:
-        seen = None
+        slots = np.array(delta.slots, np.int64)
+        admitted = self._alive[slots]  # which of the delta's documents this query may see, decided once
         if visible is not None:
             seen = np.zeros(len(self._namespace_numbers), bool)
             seen[visible] = True
+            admitted &= seen[self._namespace[slots]]
+        if type_code is not None:
+            admitted &= self._type[slots] == type_code
+        lengths, everything = self._length[slots], bool(admitted.all())
         postings = []
         for term_id in term_ids.tolist():
             pending = delta.postings.get(term_id)
@@ -704,43 +731,45 @@ class SearchIndex:
                 postings.append(_EMPTY)
                 continue
             pairs = np.array(pending).reshape(-1, 2)  # a copy: the array may grow after this query
-            slots, tfs = pairs[:, 0], pairs[:, 1]
-            keep = self._alive[slots]
-            if seen is not None:
-                keep &= seen[self._namespace[slots]]
-            if type_code is not None:
-                keep &= self._type[slots] == type_code
-            slots, tfs = slots[keep], tfs[keep]
-            postings.append((slots, slots, tfs, None))
-        return _Gathered(postings, self._length, None, lambda slots: slots)
+            documents, tfs = pairs[:, 0], pairs[:, 1]
+            if not everything:
+                keep = admitted[documents]
+                documents, tfs = documents[keep], tfs[keep]
+            postings.append((documents, lengths[documents], tfs, None))
+        return _Gathered(postings, len(slots), lambda positions: slots[positions])
 
-    def _score(self, part: _Gathered, weights: list[float], average_length: float,
+    def _score(self, parts: list[_Gathered], weights: list[float], average_length: float,
                limit: int) -> tuple[np.ndarray, np.ndarray]:
-        """This part's best slots and their scores (ties at the cut kept)."""
+        """The best slots and their scores (ties at the cut kept), each term scored once across parts.
+
+        Each part's positions are shifted into one space for the query (part after part), so a
+        term's postings from every part are scored and accumulated in one pass: the numpy calls
+        grow with the query's terms, not with terms times parts.
+        """
         k1, b = self.k1, self.b
-        touched = sum(len(where) for where, _, _, _ in part.postings)
-        if not touched:
-            return np.empty(0, np.int64), np.empty(0)
-        dense = part.space is not None and touched * 8 > part.space  # many postings: one dense array
-        scale, base = k1 * b / average_length, k1 * (1 - b)
-        # norms per document, gathered below, when the postings touch a good share of the documents
-        norms = part.lengths * scale + base if dense and touched * 4 > len(part.lengths) else None
-        totals = np.zeros(part.space) if dense else None
+        bases = np.cumsum([0] + [part.space for part in parts])
+        space = int(bases[-1])
+        touched = sum(len(where) for part in parts for where, _, _, _ in part.postings)
+        dense = touched * 8 > space  # many postings: one dense array over the space
+        totals = np.zeros(space) if dense else None
         positions, contributions = [], []
-        for (where, docs, tfs, zero), weight in zip(part.postings, weights):
-            if not len(where):
+        for term, weight in enumerate(weights):
+            pieces = [(part.postings[term], base) for part, base in zip(parts, bases.tolist())
+                      if len(part.postings[term][0])]
+            if not pieces:
                 continue
-            tf = tfs.astype(np.float64)
-            if norms is not None:
-                norm = np.take(norms, docs)
-            else:
-                norm = np.take(part.lengths, docs) * scale
-                norm += base
+            where = np.concatenate([found + base for (found, _, _, _), base in pieces])
+            tf = np.concatenate([tfs for (_, _, tfs, _), _ in pieces]).astype(np.float64)
+            norm = np.concatenate([lengths for (_, lengths, _, _), _ in pieces]) * (k1 * b / average_length)
+            norm += k1 * (1 - b)
             norm += tf  # tf * weight / (tf + norm), in place
             np.divide(tf, norm, out=norm)
             norm *= weight
-            if zero is not None:
-                norm[zero] = 0.0  # tombstones: no score (and not counted in df)
+            skipped = 0
+            for (found, _, _, zero), _ in pieces:
+                if zero is not None:
+                    norm[zero + skipped] = 0.0  # tombstones: no score (and not counted in df)
+                skipped += len(found)
             if totals is not None:
                 np.add.at(totals, where, norm)  # numpy 2's fast path: quicker than one concatenated bincount
             else:
@@ -748,11 +777,20 @@ class SearchIndex:
                 contributions.append(norm)
         if totals is not None:
             best = np.flatnonzero(_best(totals, limit))
-            return part.slots_of(best), totals[best]
-        unique, inverse = np.unique(np.concatenate(positions), return_inverse=True)
-        totals = np.bincount(inverse, weights=np.concatenate(contributions))
-        keep = _best(totals, limit)
-        return part.slots_of(unique[keep]), totals[keep]
+            scores = totals[best]
+        elif positions:
+            unique, inverse = np.unique(np.concatenate(positions), return_inverse=True)
+            sums = np.bincount(inverse, weights=np.concatenate(contributions))
+            keep = _best(sums, limit)
+            best, scores = unique[keep], sums[keep]
+        else:
+            return np.empty(0, np.int64), np.empty(0)
+        owner = np.searchsorted(bases, best, side="right") - 1
+        slots = np.empty(len(best), np.int64)
+        for number in np.unique(owner).tolist():
+            mine = owner == number
+            slots[mine] = parts[number].slots_of(best[mine] - bases[number])
+        return slots, scores
 
     def _top(self, slots: np.ndarray, scores: np.ndarray, limit: int) -> list[Hit]:
         if len(scores) > limit:

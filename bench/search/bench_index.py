@@ -1,6 +1,6 @@
 """Our real BM25 index (``projections.search_index.SearchIndex``) against issue 4's targets, baselines beside it.
 
-Parts (``--part 1,3,...``; default 1,3,4,5,6; part 2 needs ``--million``):
+Parts (``--part 1,3,...``; default 1,3,4,5,6,7; part 2 needs ``--million``):
 
 1. 100,000 memories, all visible (global): ``SearchIndex.search`` p50/p95 over ~200
    chat-like queries (as they come), in one interleaved loop with the engines of
@@ -33,12 +33,17 @@ Parts (``--part 1,3,...``; default 1,3,4,5,6; part 2 needs ``--million``):
    warm-up) reported apart. Target p50 <= 10 ms. Beside it, in this process:
    ``SearchService.memories`` (index + row fetch) and the bare ``SearchIndex.search``.
 
+7. A live index of many parts vs one segment: 230,000 memories in 200 user namespaces,
+   the last 30,000 applied one by one (background merges) plus 1,000 deletes, merges
+   settled; against the same live memories rebuilt into one segment. Caller (one
+   namespace) and admin p50/p95, interleaved; both must give the same top 20.
+
 Timing loops run ``--rounds`` times (default 2: the machine is shared) and each loop
 has a time budget (``--budget`` s). The load average is printed at each part's start
 and end. Tables go to stdout (markdown), progress to stderr.
 
-    /work/venv/bin/python bench/search/bench_index.py                          # parts 1,3,4,5,6 (~3.5 min)
-    /work/venv/bin/python bench/search/bench_index.py --part 2 --million       # 1,000,000 (~4 min, 7.8 GB peak)
+    /work/venv/bin/python bench/search/bench_index.py                          # parts 1,3-7 (~8 min)
+    /work/venv/bin/python bench/search/bench_index.py --part 2 --million       # 1,000,000 (~5 min, ~6 GB peak)
     /work/venv/bin/python bench/search/bench_index.py --part 1 --count 20000   # quick
     /work/venv/bin/python bench/search/bench_index.py --part 5,6 --cli --keep /tmp/bench-db  # keep the DB, log
 """
@@ -780,8 +785,8 @@ def part4(shared: Shared) -> None:
     print(f"\nRSS growth across the build (events built lazily): {mb(build.rss_after - build.rss_before)} MB = "
           f"{(build.rss_after - build.rss_before) / raw:.2f}× raw text")
     del build
-    # tracemalloc over a separate build (numpy reports its buffers to tracemalloc): what the bulk
-    # deltas hold before the final merge, the merge's peak, and what the index holds after.
+    # tracemalloc over a separate build (numpy reports its buffers to tracemalloc): what the build
+    # holds before the final merge, the merge's peak, and what the index holds after.
     gc.collect()
     tracemalloc.start()
     base, _ = tracemalloc.get_traced_memory()
@@ -799,9 +804,10 @@ def part4(shared: Shared) -> None:
     held = after - base
     print(f"tracemalloc over a separate build ({time.perf_counter() - t0:.0f} s under tracing): the index holds "
           f"{mb(held)} MB after = **{held / raw:.2f}× raw text** (target <= 2×: {verdict(held / raw <= 2)}). "
-          f"During the build: the bulk deltas (Python lists) held {mb(fed - base)} MB = {(fed - base) / raw:.1f}× "
-          f"before the final merge; the merge peaked at {mb(merge_peak - base)} MB = {(merge_peak - base) / raw:.1f}× "
-          f"(its int64 temporaries and lexsort). By getsizeof/nbytes the same index: "
+          f"During the build: the segments frozen so far and the open delta held {mb(fed - base)} MB = "
+          f"{(fed - base) / raw:.1f}× before the final merge into one segment; that merge peaked at "
+          f"{mb(merge_peak - base)} MB = {(merge_peak - base) / raw:.1f}× (one int64 sort key per posting). "
+          f"By getsizeof/nbytes the same index: "
           f"{mb(sum(footprint(traced).values()))} MB")
     traced_build = Build(traced, shared.memories.corpus.count, 0.0, 0.0, 0, 0)
     blob_t0 = time.perf_counter()
@@ -810,6 +816,76 @@ def part4(shared: Shared) -> None:
           f"written in {time.perf_counter() - blob_t0:.1f} s; load avg {load()}")
     del traced_build, traced, blob
     gc.collect()
+
+
+# --- part 7 -------------------------------------------------------------------------------------
+
+def part7(shared: Shared) -> None:
+    """The same live memories as many parts (built live, merges settled) vs one segment (a rebuild)."""
+    args = shared.args
+    count, spaces, live_adds = args.parts_count, args.parts_namespaces, args.parts_live
+    print(f"\n## Part 7: a live index of many parts vs one segment ({count:,} memories in {spaces:,} namespaces), "
+          f"load {load()}\n", flush=True)
+    spec = CorpusSpec(count=count, seed=args.seed + 7, namespaces=spaces)
+    memories = Memories(generate(spec))
+    deletes = list(range(0, 3 * (live_adds // 30), 3))  # one delete per 30 live adds, of bulk-loaded memories
+    live = SearchIndex()
+    started = time.perf_counter()
+    with live.bulk():
+        for i in range(count - live_adds):
+            live.apply(recorded(i + 1, MEMORY_SAVED, memories.record(i)))
+    for i in range(count - live_adds, count):
+        live.apply(recorded(i + 1, MEMORY_SAVED, memories.record(i)))
+        if i % 1_000 == 0:
+            time.sleep(0.01)  # room for the merger, as between a live process's requests
+    for j, i in enumerate(deletes):
+        live.apply(recorded(count + 1 + j, MEMORY_DELETED, memories.record(i)))
+    live.wait_for_merges()
+    live_s = time.perf_counter() - started
+    gone = set(deletes)
+    rebuilt = SearchIndex()
+    with rebuilt.bulk():
+        for position, i in enumerate((i for i in range(count) if i not in gone), 1):
+            rebuilt.apply(recorded(position, MEMORY_SAVED, memories.record(i)))
+    queries = make_queries(spec, args.queries)
+    rng = np.random.default_rng(args.seed + 7)
+    callers = rng.choice(spaces, size=len(queries))
+
+    def caller(k: int) -> MemoryFilter:
+        return MemoryFilter(scopes=(ScopePattern("global"), ScopePattern("user", namespace_id(int(callers[k])))))
+
+    for k in range(20):  # both shapes answer the same
+        for where in (caller(k), ADMIN):
+            assert ([(h.memory_id, round(h.score, 9)) for h in live.search(where, queries[k], TOP)]
+                    == [(h.memory_id, round(h.score, 9)) for h in rebuilt.search(where, queries[k], TOP)])
+    shape = live.shape()
+    print(f"- live: {count - live_adds:,} loaded in bulk, then {live_adds:,} adds applied one by one and "
+          f"{len(deletes):,} deletes; merges settled ({live_s:.0f} s): {shape.parts} parts ({shape.segments} segments "
+          f"+ deltas holding {shape.delta_postings:,} postings), {shape.tombstones:,} tombstones")
+    print(f"- rebuilt: the same {len(live):,} live memories in one segment; both give the same top {TOP} "
+          f"(20 queries × caller and admin)")
+    gc.collect()
+    gc.freeze()
+    print()
+    print("| round | who | live index p50 / p95 ms | rebuilt (one segment) p50 / p95 ms | live / rebuilt p50 |")
+    print("|---|---|---:|---:|---:|")
+    for round_ in range(1, args.rounds + 1):
+        for who in ("caller", "admin"):
+            times: dict[str, list[float]] = {"live": [], "rebuilt": []}
+            gc.disable()
+            for k, query in enumerate(queries):
+                where = caller(k) if who == "caller" else ADMIN
+                for name, index in (("live", live), ("rebuilt", rebuilt)) if k % 2 else (("rebuilt", rebuilt), ("live", live)):
+                    t0 = time.perf_counter_ns()
+                    index.search(where, query, TOP)
+                    times[name].append((time.perf_counter_ns() - t0) / 1e6)
+            gc.enable()
+            a, b = times["live"], times["rebuilt"]
+            print(f"| {round_} | {who} ({'one namespace of ' + str(spaces) if who == 'caller' else 'all'}) | "
+                  f"{pct(a, 50):.2f} / {pct(a, 95):.2f} | {pct(b, 50):.2f} / {pct(b, 95):.2f} | "
+                  f"{pct(a, 50) / pct(b, 50):.2f} |")
+    gc.unfreeze()
+    print(f"\nload {load()}", flush=True)
 
 
 # --- parts 5 and 6 ------------------------------------------------------------------------------
@@ -1035,7 +1111,7 @@ def part6(shared: Shared) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--part", default="", help="comma-separated parts 1-6 (default 1,3,4,5,6; 2 with --million)")
+    parser.add_argument("--part", default="", help="comma-separated parts 1-7 (default 1,3-7; 2 with --million)")
     parser.add_argument("--million", action="store_true", help="run part 2 (1,000,000 memories)")
     parser.add_argument("--count", type=int, default=100_000, help="memories for parts 1 and 3-6")
     parser.add_argument("--queries", type=int, default=200)
@@ -1057,10 +1133,13 @@ def main() -> None:
     parser.add_argument("--keep", help="keep the work directory (JSONL, database, server log) here")
     parser.add_argument("--cli", action="store_true", help="part 5 also times `memoryd projections rebuild all`")
     parser.add_argument("--token", default="bench-admin-token-0123456789abcdef", help="MEMORYD_ADMIN_TOKEN for part 6")
+    parser.add_argument("--parts-count", type=int, default=230_000, help="part 7: memories")
+    parser.add_argument("--parts-namespaces", type=int, default=200, help="part 7: user namespaces")
+    parser.add_argument("--parts-live", type=int, default=30_000, help="part 7: of them, applied one by one")
     parser.add_argument("--seed", type=int, default=42)
     args = parser.parse_args()
-    wanted = {int(p) for p in args.part.split(",") if p.strip()} or ({1, 3, 4, 5, 6} | ({2} if args.million else set()))
-    parts = [p for p in (1, 2, 4, 3, 5, 6) if p in wanted]  # part 4 measures the fresh index that part 3 mutates
+    wanted = {int(p) for p in args.part.split(",") if p.strip()} or ({1, 3, 4, 5, 6, 7} | ({2} if args.million else set()))
+    parts = [p for p in (1, 2, 4, 3, 5, 6, 7) if p in wanted]  # part 4 measures the fresh index that part 3 mutates
     if 2 in parts and not args.million:
         parser.error("part 2 (1,000,000 memories, ~8 GB peak, ~4 min) needs --million")
 
@@ -1080,7 +1159,7 @@ def main() -> None:
     try:
         for part in parts:
             t0 = time.perf_counter()
-            {1: part1, 2: part2, 3: part3, 4: part4, 5: part5, 6: part6}[part](shared)  # 4 before 3: 3 mutates
+            {1: part1, 2: part2, 3: part3, 4: part4, 5: part5, 6: part6, 7: part7}[part](shared)  # 4 before 3: 3 mutates
             say(f"part {part} took {time.perf_counter() - t0:.0f} s")
     finally:
         if not args.keep:
