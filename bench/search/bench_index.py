@@ -264,9 +264,9 @@ def footprint(index: SearchIndex) -> dict[str, int]:
         seg.terms.nbytes + seg.offsets.nbytes + seg.namespaces.nbytes + seg.starts.nbytes for seg in segments)
     parts["numpy: per-document slot, length, type, alive (in segments)"] = sum(
         seg.slots.nbytes + seg.lengths.nbytes + seg.types.nbytes + seg.alive.nbytes for seg in segments)
-    parts["numpy: per-slot length, type, namespace, alive, location; namespace counters"] = (
+    parts["numpy: per-slot length, type, namespace, alive, location"] = (
         index._length.nbytes + index._type.nbytes + index._namespace.nbytes + index._alive.nbytes
-        + index._part_of.nbytes + index._document_of.nbytes + index._documents.nbytes + index._lengths.nbytes)
+        + index._part_of.nbytes + index._document_of.nbytes)
     parts["python: memory ids (list + str), id -> slot dict"] = (
         strings(index._memory_ids, index._memory_ids) + size(index._slot_of) + sum(size(k) for k in index._slot_of))
     parts["python: updated timestamps (list + str)"] = strings(index._updated, index._updated)
@@ -277,9 +277,10 @@ def footprint(index: SearchIndex) -> dict[str, int]:
         for pending in part.postings.values():
             delta += size(pending) + sum(size(x) for x in pending if x > 256)
     parts["python: deltas (dict of lists of ints), free slots"] = delta + size(index._free)
-    parts["python: namespace numbers and keys"] = (
+    parts["python: namespace numbers, keys and counters"] = (
         size(index._namespace_numbers) + size(index._by_scope) + sum(size(v) for v in index._by_scope.values())
-        + sum(size(k) + size(k[0]) + size(k[1]) for k in index._namespace_numbers))
+        + sum(size(k) + size(k[0]) + size(k[1]) for k in index._namespace_numbers)
+        + sum(strings(row, row) for row in (*index._documents, *index._lengths)))
     return parts
 
 
