@@ -758,9 +758,15 @@ class SearchIndex:
                       if len(part.postings[term][0])]
             if not pieces:
                 continue
-            where = np.concatenate([found + base for (found, _, _, _), base in pieces])
-            tf = np.concatenate([tfs for (_, _, tfs, _), _ in pieces]).astype(np.float64)
-            norm = np.concatenate([lengths for (_, lengths, _, _), _ in pieces]) * (k1 * b / average_length)
+            if len(pieces) == 1:  # one part (an admin over one segment): no copies
+                (where, lengths, tfs, _), base = pieces[0]
+                where = where + base if base else where
+            else:
+                where = np.concatenate([found + base for (found, _, _, _), base in pieces])
+                lengths = np.concatenate([lengths for (_, lengths, _, _), _ in pieces])
+                tfs = np.concatenate([tfs for (_, _, tfs, _), _ in pieces])
+            tf = tfs.astype(np.float64)
+            norm = lengths * (k1 * b / average_length)
             norm += k1 * (1 - b)
             norm += tf  # tf * weight / (tf + norm), in place
             np.divide(tf, norm, out=norm)
