@@ -12,7 +12,7 @@ Parts (``--part 1,3,...``; default 1,3,4,5,6,7; part 2 needs ``--million``):
    (``MemoryFilter(scopes=None)``) who sees all 1,000,000, p50 <= 25 ms. Baselines: an
    exact CSR prototype over only the caller's 1,000 memories, rank-bm25 over them, and
    one CSR prototype over all 1,000,000 for the admin. Build time, RSS; plus apply
-   latencies of adds/replaces/deletes into 1,000-memory namespaces (merge spikes).
+   latencies of adds/replaces/deletes into 1,000-memory namespaces (delta freezes counted).
    Stops feeding at ``--max-rss-gb`` or ``--max-build-s`` and reports what ran.
 3. Updates at 100,000: ``apply()`` latency of an add, a replace and a delete (a query
    sees an applied event at once; each add/replace is checked by searching its unique
@@ -42,7 +42,7 @@ Timing loops run ``--rounds`` times (default 2: the machine is shared) and each 
 has a time budget (``--budget`` s). The load average is printed at each part's start
 and end. Tables go to stdout (markdown), progress to stderr.
 
-    /work/venv/bin/python bench/search/bench_index.py                          # parts 1,3-7 (~8 min)
+    /work/venv/bin/python bench/search/bench_index.py                          # parts 1,3-7 (~10 min)
     /work/venv/bin/python bench/search/bench_index.py --part 2 --million       # 1,000,000 (~5 min, ~6 GB peak)
     /work/venv/bin/python bench/search/bench_index.py --part 1 --count 20000   # quick
     /work/venv/bin/python bench/search/bench_index.py --part 5,6 --cli --keep /tmp/bench-db  # keep the DB, log
