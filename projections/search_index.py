@@ -6,8 +6,8 @@ a query's cost follows what the caller can see.
 * Every indexed memory holds a *slot*: its identity while indexed. Its length,
   type, namespace and liveness live in numpy arrays indexed by slot. Removing a
   memory tombstones its slot; the slot is reused once no part refers to it.
-* New memories go to a small mutable *delta* (term id -> slots and term
-  frequencies). Once it holds ``FREEZE_POSTINGS`` postings it is frozen and a
+* New memories go to a small mutable *delta* (term id -> the delta's document
+  numbers and term frequencies). Once it holds ``FREEZE_POSTINGS`` postings it is frozen and a
   background thread turns it into an immutable *segment*.
 * A segment numbers its documents by (namespace, slot), so each namespace
   ``(scope, scope_id)`` is one contiguous range of document numbers, and keeps
