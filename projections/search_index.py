@@ -372,7 +372,7 @@ class SearchIndex:
             self._bulk = False
             self.wait_for_merges()
             with self._lock:
-                self._freeze()
+                self._freeze_if_filled()
                 parts = [part for part in self._parts if part is not self._delta]
                 if len(parts) > 1 or any(isinstance(part, _Delta) for part in parts):
                     self._swap(parts, _build(next(self._numbers), self._capture(parts), len(self._vocabulary)))
@@ -484,6 +484,11 @@ class SearchIndex:
         self._merge_wanted = True
         return frozen
 
+    def _freeze_if_filled(self) -> None:
+        """(Lock held) freeze the delta unless it is empty, so everything but an empty delta is immutable."""
+        if self._delta.documents:
+            self._freeze()
+
     def _due(self) -> list[_Delta | _Segment] | None:
         """The parts to merge next: frozen deltas, else a mostly dead segment, else a full tier."""
         idle = [part for part in self._parts if part is not self._delta and part.number not in self._merging]
@@ -561,7 +566,7 @@ class SearchIndex:
     def to_bytes(self) -> bytes:
         """The whole index as one ``.npz`` blob (no pickle, one segment), to start other processes fast."""
         with self._lock:
-            self._freeze()
+            self._freeze_if_filled()
             parts = [part for part in self._parts if part is not self._delta]
             sources = self._capture(parts)
             position, words = self.position, list(self._vocabulary)
@@ -624,7 +629,8 @@ class SearchIndex:
         words = Counter(tokenize(query))
         with self._lock:
             visible = self._visible(where)
-            column = TYPE_CODES[where.type] if where.type else ALL_TYPES
+            type_code = TYPE_CODES[where.type] if where.type else None
+            column = ALL_TYPES if type_code is None else type_code
             counted = range(len(self._documents)) if visible is None else visible.tolist()
             documents = sum(self._documents[number][column] for number in counted)
             known = [(self._vocabulary[word], times) for word, times in words.items() if word in self._vocabulary]
@@ -632,7 +638,6 @@ class SearchIndex:
                 return []
             average_length = sum(self._lengths[number][column] for number in counted) / documents
             term_ids = np.array([term_id for term_id, _ in known], np.int32)  # the segments' dtype: no casts
-            type_code = TYPE_CODES[where.type] if where.type else None
             gathered = [self._gather(part, term_ids, visible, type_code) for part in self._parts]
             frequencies = [sum(len(where) - (len(zero) if zero is not None else 0)
                                for where, _, _, zero in (part.postings[term] for part in gathered))
