@@ -23,6 +23,10 @@ a query's cost follows what the caller can see.
   computed per query over exactly the searched set: the visible namespaces, the
   type filter, live documents only. Another user's memories never change the
   caller's scores.
+* A query scores its rarest words first. Once the words still to come could not
+  lift a document it has not scored into the top, the common words (the longest
+  postings) are looked up only for the documents that can still get there
+  (MaxScore). The answer stays exact, ties included.
 
 The index keeps the log position it has applied; applying an event at or
 below it does nothing, so redelivery is harmless.
@@ -57,6 +61,9 @@ FANOUT = 4  # merge this many segments of one size tier into one
 TIER_BASE = 512  # documents in a tier-0 segment (a frozen delta holds about this many)
 RUNS_CACHED = 256  # visible sets whose document ranges a segment remembers
 SNAPSHOT_FORMAT = 2
+LOOKUP_COST = 8  # binary-searching a term's postings for one candidate costs about as much as scoring 8 postings
+SCAN_COST = 1 / 8  # picking the candidates costs about an eighth of a posting's scoring per document searched
+_BOUND_SLACK = 1 + 1e-9  # widens the sum of weights still to come, far beyond float rounding
 _PACK_LIMIT = 1 << 47  # below this, (term * documents + document) leaves 16 bits for the term frequency
 
 log = logging.getLogger(__name__)
@@ -301,13 +308,16 @@ class IndexShape:
 class _Gathered:
     """One part's visible postings of each query term, numbered in a space of its own."""
 
-    # per term: (positions, document lengths, tfs, which of them are tombstones to score zero, or None)
+    # per term: (positions, ascending; the part's documents; tfs; which of them are tombstones to
+    # score zero, or None). Lengths are looked up only for the postings that get scored.
     postings: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]]
+    lengths: np.ndarray  # by the part's document number
     space: int  # positions are < space
     slots_of: Callable[[np.ndarray], np.ndarray]
 
 
 _EMPTY = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.uint16), None)
+_NOTHING = np.empty(0, np.int32)
 
 
 class SearchIndex:
@@ -667,7 +677,7 @@ class SearchIndex:
             return self._gather_delta(part, term_ids, visible, type_code)
         runs = part.runs(visible) if visible is not None else None
         if runs is not None and not len(runs[0]):
-            return _Gathered([_EMPTY] * len(term_ids), 0, lambda positions: positions)
+            return _Gathered([_EMPTY] * len(term_ids), _NOTHING, 0, lambda positions: positions)
         filtered = type_code is not None  # else tombstones, if any, score zero (or are filtered when many)
         removed = part.removed_documents() if part.dead and not filtered else None
         if runs is not None:
@@ -708,15 +718,15 @@ class SearchIndex:
                     keep &= part.types[docs] == type_code
                 docs, tfs = docs[keep], tfs[keep]
                 positions = docs if runs is None else positions[keep]
-            postings.append((positions, np.take(part.lengths, docs), tfs, zero))
+            postings.append((positions, docs, tfs, zero))
         if runs is None:
-            return _Gathered(postings, part.documents, lambda positions: part.slots[positions])
+            return _Gathered(postings, part.lengths, part.documents, lambda positions: part.slots[positions])
 
         def slots_of(positions: np.ndarray) -> np.ndarray:
             run = np.searchsorted(run_offsets, positions, side="right") - 1
             return part.slots[positions + shifts[run]]
 
-        return _Gathered(postings, int((lasts - firsts).sum()), slots_of)
+        return _Gathered(postings, part.lengths, int((lasts - firsts).sum()), slots_of)
 
     def _gather_delta(self, delta: _Delta, term_ids: np.ndarray, visible: np.ndarray | None,
                       type_code: int | None) -> _Gathered:
@@ -740,68 +750,129 @@ class SearchIndex:
             if not everything:
                 keep = admitted[documents]
                 documents, tfs = documents[keep], tfs[keep]
-            postings.append((documents, lengths[documents], tfs, None))
-        return _Gathered(postings, len(slots), lambda positions: slots[positions])
+            postings.append((documents, documents, tfs, None))
+        return _Gathered(postings, lengths, len(slots), lambda positions: slots[positions])
 
     def _score(self, parts: list[_Gathered], weights: list[float], average_length: float,
                limit: int) -> tuple[np.ndarray, np.ndarray]:
         """The best slots and their scores (ties at the cut kept), each term scored once across parts.
 
         Each part's positions are shifted into one space for the query (part after part), so a
-        term's postings from every part are scored and accumulated in one pass: the numpy calls
-        grow with the query's terms, not with terms times parts.
+        term's postings from every part are scored together: the numpy calls grow with the
+        query's terms, not with terms times parts.
+
+        Terms are scored heaviest (rarest) first. No term adds as much as its weight to a score,
+        so once the weights still to come sum below the ``limit``-th best score so far, only the
+        documents within that sum of it can still make the top: the remaining terms, the common
+        ones with the longest postings, are looked up for those documents alone (MaxScore). The
+        result is exact, ties included.
         """
-        k1, b = self.k1, self.b
-        bases = np.cumsum([0] + [part.space for part in parts])
-        space = int(bases[-1])
+        bases = np.cumsum([0] + [part.space for part in parts]).tolist()
         touched = sum(len(where) for part in parts for where, _, _, _ in part.postings)
-        dense = touched * 8 > space  # many postings: one dense array over the space
-        totals = np.zeros(space) if dense else None
-        positions, contributions = [], []
-        for term, weight in enumerate(weights):
-            pieces = [(part.postings[term], base) for part, base in zip(parts, bases.tolist())
-                      if len(part.postings[term][0])]
-            if not pieces:
-                continue
-            if len(pieces) == 1:  # one part (an admin over one segment): no copies
-                (where, lengths, tfs, _), base = pieces[0]
-                where = where + base if base else where
+        if touched * 8 <= bases[-1]:  # few postings for the space: accumulate sparsely
+            return self._score_sparse(parts, bases, weights, average_length, limit)
+        totals = np.zeros(bases[-1])
+        order = sorted((term for term, weight in enumerate(weights) if weight), key=weights.__getitem__, reverse=True)
+        threshold = 0.0  # at or below the limit-th best final score
+        candidates = None  # once known: the only documents that can still make the top, ascending
+        to_come = [sum(len(part.postings[term][0]) for part in parts) for term in order]
+        for done, term in enumerate(order):
+            remaining = math.fsum(weights[later] for later in order[done:]) * _BOUND_SLACK
+            if candidates is not None:
+                candidates = candidates[totals[candidates] >= threshold - remaining]
+            elif remaining < threshold and len(totals) * SCAN_COST < sum(to_come[done:]):  # the pass can pay
+                candidates = np.flatnonzero(totals >= threshold - remaining)
+            if candidates is not None and len(candidates) * LOOKUP_COST < to_come[done]:
+                where, contributions = self._look_up(parts, bases, term, candidates, weights[term], average_length)
+                totals[where] += contributions  # each candidate at most once per term
+                where = candidates
             else:
-                where = np.concatenate([found + base for (found, _, _, _), base in pieces])
-                lengths = np.concatenate([lengths for (_, lengths, _, _), _ in pieces])
-                tfs = np.concatenate([tfs for (_, _, tfs, _), _ in pieces])
-            tf = tfs.astype(np.float64)
-            norm = lengths * (k1 * b / average_length)
-            norm += k1 * (1 - b)
-            norm += tf  # tf * weight / (tf + norm), in place
-            np.divide(tf, norm, out=norm)
-            norm *= weight
-            skipped = 0
-            for (found, _, _, zero), _ in pieces:
-                if zero is not None:
-                    norm[zero + skipped] = 0.0  # tombstones: no score (and not counted in df)
-                skipped += len(found)
-            if totals is not None:
-                np.add.at(totals, where, norm)  # numpy 2's fast path: quicker than one concatenated bincount
-            else:
-                positions.append(where)
-                contributions.append(norm)
-        if totals is not None:
-            best = np.flatnonzero(_best(totals, limit))
-            scores = totals[best]
-        elif positions:
-            unique, inverse = np.unique(np.concatenate(positions), return_inverse=True)
-            sums = np.bincount(inverse, weights=np.concatenate(contributions))
-            keep = _best(sums, limit)
-            best, scores = unique[keep], sums[keep]
-        else:
+                where, contributions = self._term_scores(parts, bases, term, weights[term], average_length)
+                np.add.at(totals, where, contributions)  # numpy 2's fast path: quicker than a bincount
+                where = where if candidates is None else candidates
+            later = remaining - weights[term] * _BOUND_SLACK
+            if len(where) > limit and 0 < later < math.fsum(weights[earlier] for earlier in order[:done + 1]):
+                reached = totals[where]  # distinct documents: their limit-th best bounds the final one's
+                if reached.max() > later:  # else no threshold could prune the rest
+                    threshold = max(threshold, _cut(reached, limit, block=max(len(reached) // (8 * limit), 1)))
+        best = np.flatnonzero(_best(totals, limit)) if candidates is None else \
+            candidates[_best(totals[candidates], limit)]
+        return self._slots_of(parts, bases, best), totals[best]
+
+    def _score_sparse(self, parts: list[_Gathered], bases: list[int], weights: list[float],
+                      average_length: float, limit: int) -> tuple[np.ndarray, np.ndarray]:
+        scored = [self._term_scores(parts, bases, term, weight, average_length)
+                  for term, weight in enumerate(weights) if weight]
+        scored = [(where, contributions) for where, contributions in scored if len(where)]
+        if not scored:
             return np.empty(0, np.int64), np.empty(0)
-        owner = np.searchsorted(bases, best, side="right") - 1
-        slots = np.empty(len(best), np.int64)
+        unique, inverse = np.unique(np.concatenate([where for where, _ in scored]), return_inverse=True)
+        sums = np.bincount(inverse, weights=np.concatenate([contributions for _, contributions in scored]))
+        keep = _best(sums, limit)
+        return self._slots_of(parts, bases, unique[keep]), sums[keep]
+
+    def _term_scores(self, parts: list[_Gathered], bases: list[int], term: int, weight: float,
+                     average_length: float) -> tuple[np.ndarray, np.ndarray]:
+        """Every visible posting of ``term``: positions in the query's space and what each adds."""
+        pieces = [(part, base) for part, base in zip(parts, bases) if len(part.postings[term][0])]
+        if not pieces:
+            return _NOTHING, np.empty(0)
+        if len(pieces) == 1:  # one part (an admin over one segment): no copies
+            part, base = pieces[0]
+            where, docs, tfs, _ = part.postings[term]
+            where, lengths = (where + base if base else where), part.lengths[docs]
+        else:
+            where = np.concatenate([part.postings[term][0] + base for part, base in pieces])
+            lengths = np.concatenate([part.lengths[part.postings[term][1]] for part, _ in pieces])
+            tfs = np.concatenate([part.postings[term][2] for part, _ in pieces])
+        contributions = self._bm25(tfs, lengths, weight, average_length)
+        skipped = 0
+        for part, _ in pieces:
+            found, _, _, zero = part.postings[term]
+            if zero is not None:
+                contributions[zero + skipped] = 0.0  # tombstones: no score (and not counted in df)
+            skipped += len(found)
+        return where, contributions
+
+    def _look_up(self, parts: list[_Gathered], bases: list[int], term: int, candidates: np.ndarray,
+                 weight: float, average_length: float) -> tuple[np.ndarray, np.ndarray]:
+        """What ``term`` adds to each of ``candidates`` (ascending, live) that it occurs in."""
+        cuts = np.searchsorted(candidates, bases).tolist()
+        found, tfs, lengths = [], [], []
+        for number, part in enumerate(parts):
+            positions, docs, frequencies, _ = part.postings[term]
+            mine = candidates[cuts[number]:cuts[number + 1]]
+            if not len(positions) or not len(mine):
+                continue
+            mine = (mine - bases[number]).astype(positions.dtype)  # searchsorted would cast the postings
+            rows = np.minimum(positions.searchsorted(mine), len(positions) - 1)
+            hit = positions[rows] == mine
+            rows = rows[hit]
+            found.append(mine[hit] + bases[number])
+            tfs.append(frequencies[rows])
+            lengths.append(part.lengths[docs[rows]])
+        if not found:
+            return _NOTHING, np.empty(0)
+        return np.concatenate(found), self._bm25(np.concatenate(tfs), np.concatenate(lengths), weight, average_length)
+
+    def _bm25(self, tfs: np.ndarray, lengths: np.ndarray, weight: float, average_length: float) -> np.ndarray:
+        """``weight * tf / (tf + k1 * (1 - b + b * length / average))``, in place where it can."""
+        tf = tfs.astype(np.float64)
+        norm = lengths * (self.k1 * self.b / average_length)
+        norm += self.k1 * (1 - self.b)
+        norm += tf
+        np.divide(tf, norm, out=norm)
+        norm *= weight
+        return norm
+
+    @staticmethod
+    def _slots_of(parts: list[_Gathered], bases: list[int], positions: np.ndarray) -> np.ndarray:
+        owner = np.searchsorted(bases, positions, side="right") - 1
+        slots = np.empty(len(positions), np.int64)
         for number in np.unique(owner).tolist():
             mine = owner == number
-            slots[mine] = parts[number].slots_of(best[mine] - bases[number])
-        return slots, scores
+            slots[mine] = parts[number].slots_of(positions[mine] - bases[number])
+        return slots
 
     def _top(self, slots: np.ndarray, scores: np.ndarray, limit: int) -> list[Hit]:
         if len(scores) > limit:

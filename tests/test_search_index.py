@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 from itertools import count
@@ -300,3 +301,96 @@ def test_tombstones_in_a_big_segment_score_exactly_as_a_fresh_index(removals):
     assert index.shape().tombstones == removals
     for query in ("w1 w2 w3", "w7 w7 w30 fresh", " ".join(WORDS[::3])):
         assert answers(index, query) == answers(index_of(list(live.values())), query)
+
+
+# -- pruning: the common words are looked up only for documents that can still make the top -------
+
+ZIPF = [f"z{rank}" for rank in range(60)]
+
+
+def zipf_word(uniform: float) -> str:
+    """A word whose rank is log-uniform: a few words occur everywhere, most rarely (as in chat)."""
+    return ZIPF[int(len(ZIPF) ** uniform) - 1]
+
+
+zipf_words = st.floats(0, 1, exclude_max=True).map(zipf_word)
+
+
+def answer_with(index: SearchIndex, where: MemoryFilter, query: str, limit: int,
+                **settings: float) -> list[tuple[str, float]]:
+    """The answer with the index module's pruning constants set to ``settings`` for this search."""
+    import projections.search_index as module
+
+    saved = {name: getattr(module, name) for name in settings}
+    for name, value in settings.items():
+        setattr(module, name, value)
+    try:
+        return [(h.memory_id, h.score) for h in index.search(where, query, limit)]
+    finally:
+        for name, value in saved.items():
+            setattr(module, name, value)
+
+
+UNPRUNED = {"_BOUND_SLACK": math.inf}  # no sum of weights is below it: every posting gets scored
+EAGER = {"SCAN_COST": 0, "LOOKUP_COST": 0}  # prune whenever the bound allows, always by lookups
+
+
+@pytest.fixture
+def look_ups(monkeypatch):
+    """How often the search looked up a term for candidates only (pruned)."""
+    calls = []
+    real = SearchIndex._look_up
+
+    def counted(self, *args, **kwargs):
+        calls.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(SearchIndex, "_look_up", counted)
+    return calls
+
+
+@settings(max_examples=120, deadline=None)
+@given(texts=st.lists(st.lists(st.tuples(zipf_words, st.sampled_from([1, 1, 1, 2, 40])), min_size=1, max_size=30)
+                      .map(lambda runs: " ".join(" ".join([word] * times) for word, times in runs)),  # high tfs too
+                      min_size=20, max_size=120),
+       query=st.lists(zipf_words, min_size=1, max_size=10).map(" ".join), limit=st.integers(1, 12),
+       caller=st.sampled_from(CALLERS), seed=st.integers(0, 1_000))
+def test_pruned_search_answers_exactly_as_scoring_every_posting(texts, query, limit, caller, seed):
+    rng = random.Random(seed)
+    memories = [memory(f"m{number}", text, *rng.choice(SPACES), rng.choice(["user", "general", "feedback"]),
+                       updated=f"2026-01-01T00:00:0{rng.randrange(3)}")  # many ties at the cut
+                for number, text in enumerate(texts)]
+    index = SearchIndex()
+    with index.bulk():
+        index.apply_all(recorded(MemorySaved(m)) for m in memories)
+    for gone in rng.sample(memories, len(memories) // 10):  # tombstones, and a delta
+        index.apply(recorded(MemoryDeleted(gone)))
+    expected = answer_with(index, caller, query, limit, **UNPRUNED)
+    assert answer_with(index, caller, query, limit) == expected
+    assert answer_with(index, caller, query, limit, **EAGER) == expected
+
+
+def test_pruning_runs_across_many_parts_and_changes_no_answer(tiny_segments, look_ups):
+    rng = random.Random(3)
+    index, live = SearchIndex(), {}
+    for step in range(3_000):
+        scope, scope_id = rng.choice(SPACES)
+        key = (scope, scope_id, f"m{rng.randrange(400)}")
+        if rng.random() < 0.1 and key in live:
+            index.apply(recorded(MemoryDeleted(live.pop(key))))
+        else:
+            text = " ".join(zipf_word(rng.random()) for _ in range(rng.randrange(2, 40)))
+            changed = memory(key[2], text, scope, scope_id, rng.choice(["user", "general", "feedback"]),
+                             updated=f"2026-01-01T00:00:0{step % 3}")
+            index.apply(recorded(MemoryUpdated(changed) if key in live else MemorySaved(changed)))
+            live[key] = changed
+    index.wait_for_merges()
+    assert index.shape().parts > 2
+    for _ in range(40):
+        query = " ".join(zipf_word(rng.random()) for _ in range(rng.randrange(2, 10)))
+        for where in CALLERS:
+            for limit in (1, 5, 20):
+                expected = answer_with(index, where, query, limit, **UNPRUNED)
+                assert answer_with(index, where, query, limit) == expected
+                assert answer_with(index, where, query, limit, **EAGER) == expected
+    assert look_ups  # the common words were looked up for candidates only, not scored everywhere
