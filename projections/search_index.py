@@ -61,6 +61,7 @@ FANOUT = 4  # merge this many segments of one size tier into one
 TIER_BASE = 512  # documents in a tier-0 segment (a frozen delta holds about this many)
 RUNS_CACHED = 256  # visible sets whose document ranges a segment remembers
 SNAPSHOT_FORMAT = 2
+PRUNE_FROM = 20_000  # postings a query touches: below this, scoring them all is as cheap as pruning
 LOOKUP_COST = 8  # binary-searching a term's postings for one candidate costs about as much as scoring 8 postings
 SCAN_COST = 1 / 8  # picking the candidates costs about an eighth of a posting's scoring per document searched
 _BOUND_SLACK = 1 + 1e-9  # widens the sum of weights still to come, far beyond float rounding
@@ -773,6 +774,11 @@ class SearchIndex:
             return self._score_sparse(parts, bases, weights, average_length, limit)
         totals = np.zeros(bases[-1])
         order = sorted((term for term, weight in enumerate(weights) if weight), key=weights.__getitem__, reverse=True)
+        if touched < PRUNE_FROM:  # too little to save for the bookkeeping to pay
+            for term in order:
+                np.add.at(totals, *self._term_scores(parts, bases, term, weights[term], average_length))
+            best = np.flatnonzero(_best(totals, limit))
+            return self._slots_of(parts, bases, best), totals[best]
         threshold = 0.0  # at or below the limit-th best final score
         candidates = None  # once known: the only documents that can still make the top, ascending
         to_come = [sum(len(part.postings[term][0]) for part in parts) for term in order]

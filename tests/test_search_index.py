@@ -59,6 +59,26 @@ def oracle(memories: list[Memory], query: str) -> dict[str, float]:
     return {m.memory_id: float(score) for m, score in zip(memories, scores) if score > 0}
 
 
+def answer_with(index: SearchIndex, where: MemoryFilter, query: str, limit: int,
+                **settings: float) -> list[tuple[str, float]]:
+    """The answer with the index module's pruning constants set to ``settings`` for this search."""
+    import projections.search_index as module
+
+    saved = {name: getattr(module, name) for name in settings}
+    for name, value in settings.items():
+        setattr(module, name, value)
+    try:
+        return [(h.memory_id, h.score) for h in index.search(where, query, limit)]
+    finally:
+        for name, value in saved.items():
+            setattr(module, name, value)
+
+
+UNPRUNED = {"_BOUND_SLACK": math.inf}  # no sum of weights is below it: every posting gets scored
+EAGER = {"PRUNE_FROM": 0, "SCAN_COST": 0, "LOOKUP_COST": 0}  # prune whenever the bound allows, by lookups
+PRUNING = {"PRUNE_FROM": 0}  # prune as the cost model decides, however small the query
+
+
 corpora = st.lists(
     st.lists(st.sampled_from(WORDS), min_size=1, max_size=30).map(" ".join), min_size=1, max_size=40)
 queries = st.lists(st.sampled_from(WORDS + ["absent"]), min_size=1, max_size=12).map(" ".join)
@@ -69,7 +89,9 @@ queries = st.lists(st.sampled_from(WORDS + ["absent"]), min_size=1, max_size=12)
 def test_scores_and_top_k_equal_rank_bm25_with_lucene_idf(corpus, query, limit):
     memories = [memory(f"m{i}", text) for i, text in enumerate(corpus)]
     expected = oracle(memories, query)
-    hits = index_of(memories).search(GLOBAL, query, limit)
+    index = index_of(memories)
+    hits = index.search(GLOBAL, query, limit)
+    assert answer_with(index, GLOBAL, query, limit, **EAGER) == [(h.memory_id, h.score) for h in hits]
     assert len(hits) == min(limit, len(expected))
     for hit in hits:
         assert hit.score == pytest.approx(expected[hit.memory_id], abs=1e-6)
@@ -316,25 +338,6 @@ def zipf_word(uniform: float) -> str:
 zipf_words = st.floats(0, 1, exclude_max=True).map(zipf_word)
 
 
-def answer_with(index: SearchIndex, where: MemoryFilter, query: str, limit: int,
-                **settings: float) -> list[tuple[str, float]]:
-    """The answer with the index module's pruning constants set to ``settings`` for this search."""
-    import projections.search_index as module
-
-    saved = {name: getattr(module, name) for name in settings}
-    for name, value in settings.items():
-        setattr(module, name, value)
-    try:
-        return [(h.memory_id, h.score) for h in index.search(where, query, limit)]
-    finally:
-        for name, value in saved.items():
-            setattr(module, name, value)
-
-
-UNPRUNED = {"_BOUND_SLACK": math.inf}  # no sum of weights is below it: every posting gets scored
-EAGER = {"SCAN_COST": 0, "LOOKUP_COST": 0}  # prune whenever the bound allows, always by lookups
-
-
 @pytest.fixture
 def look_ups(monkeypatch):
     """How often the search looked up a term for candidates only (pruned)."""
@@ -366,7 +369,7 @@ def test_pruned_search_answers_exactly_as_scoring_every_posting(texts, query, li
     for gone in rng.sample(memories, len(memories) // 10):  # tombstones, and a delta
         index.apply(recorded(MemoryDeleted(gone)))
     expected = answer_with(index, caller, query, limit, **UNPRUNED)
-    assert answer_with(index, caller, query, limit) == expected
+    assert answer_with(index, caller, query, limit, **PRUNING) == expected
     assert answer_with(index, caller, query, limit, **EAGER) == expected
 
 
@@ -391,6 +394,6 @@ def test_pruning_runs_across_many_parts_and_changes_no_answer(tiny_segments, loo
         for where in CALLERS:
             for limit in (1, 5, 20):
                 expected = answer_with(index, where, query, limit, **UNPRUNED)
-                assert answer_with(index, where, query, limit) == expected
+                assert answer_with(index, where, query, limit, **PRUNING) == expected
                 assert answer_with(index, where, query, limit, **EAGER) == expected
     assert look_ups  # the common words were looked up for candidates only, not scored everywhere
