@@ -74,7 +74,7 @@ def answer_with(index: SearchIndex, where: MemoryFilter, query: str, limit: int,
             setattr(module, name, value)
 
 
-UNPRUNED = {"_BOUND_SLACK": math.inf}  # no sum of weights is below it: every posting gets scored
+UNPRUNED = {"PRUNE_FROM": math.inf}  # no query touches that many postings: every posting gets scored
 EAGER = {"PRUNE_FROM": 0, "SCAN_COST": 0, "LOOKUP_COST": 0}  # prune whenever the bound allows, by lookups
 PRUNING = {"PRUNE_FROM": 0}  # prune as the cost model decides, however small the query
 

@@ -1,0 +1,106 @@
+"""Pruning on vs off: the same index, the same queries, side by side in one process.
+
+``SearchIndex`` scores a query's rarest words first and, once the words still to come
+cannot lift an unscored memory into the top, looks the common words up only for the
+memories that still can (MaxScore; ``projections/search_index.py``). Setting
+``search_index.PRUNE_FROM`` to infinity turns that off: every posting of every word is
+scored. This runs both on one built index, query by query in alternating order, checks
+that each answer is identical (ids, order and scores), and prints p50/p95 and the ratio.
+
+    /work/venv/bin/python bench/search/pruning_ab.py                                     # 100,000 all visible, ~1 min
+    /work/venv/bin/python bench/search/pruning_ab.py --count 1000000 --namespaces 1000   # admin + one-namespace caller, ~3 min
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import math
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))
+sys.path.insert(0, str(HERE))
+
+import bench_index as bi
+from corpus import CorpusSpec, generate, make_queries, namespace_id
+
+from projections import search_index
+from projections.queries import MemoryFilter, ScopePattern
+
+
+@contextmanager
+def pruning(on: bool) -> Iterator[None]:
+    saved = search_index.PRUNE_FROM
+    search_index.PRUNE_FROM = saved if on else math.inf
+    try:
+        yield
+    finally:
+        search_index.PRUNE_FROM = saved
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--count", type=int, default=100_000)
+    parser.add_argument("--namespaces", type=int, default=0, help="0: all global (one caller sees everything)")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=42)
+    args = parser.parse_args()
+    spec = CorpusSpec(count=args.count, seed=args.seed, namespaces=args.namespaces)
+    print(f"# pruning_ab.py: {args.count:,} memories, {args.namespaces or 'no'} user namespaces, "
+          f"load {bi.load()}\n")
+    build = bi.build_index(bi.Memories(generate(spec)))
+    index = build.index
+    print(f"- index built in {build.build_s:.0f} s: {index.shape()}")
+    queries = make_queries(spec, args.queries)
+    callers = {"all visible (admin)": lambda k: MemoryFilter(scopes=None)}
+    if args.namespaces:
+        callers["one namespace + global (caller)"] = lambda k: MemoryFilter(
+            scopes=(ScopePattern("global"), ScopePattern("user", namespace_id(k % args.namespaces))))
+    looked_up = 0
+    real_look_up = search_index.SearchIndex._look_up
+
+    def counting(self, *arguments):  # type: ignore[no-untyped-def]
+        nonlocal looked_up
+        looked_up += 1
+        return real_look_up(self, *arguments)
+
+    times: dict[tuple[str, bool], list[float]] = {(who, on): [] for who in callers for on in (True, False)}
+    pruned = dict.fromkeys(callers, 0)
+    gc.collect()
+    gc.disable()
+    for k, query in enumerate(queries):
+        for who, where_of in callers.items():
+            where, answers = where_of(k), {}
+            for on in ((True, False) if k % 2 else (False, True)):
+                with pruning(on):
+                    started = time.perf_counter_ns()
+                    hits = index.search(where, query, bi.TOP)
+                    times[(who, on)].append((time.perf_counter_ns() - started) / 1e6)
+                answers[on] = [(hit.memory_id, hit.score) for hit in hits]
+            assert answers[True] == answers[False], f"pruning changed the answer to {query!r} for {who}"
+            search_index.SearchIndex._look_up = counting  # an untimed pass: did this query prune?
+            before = looked_up
+            index.search(where, query, bi.TOP)
+            search_index.SearchIndex._look_up = real_look_up
+            pruned[who] += looked_up > before
+    gc.enable()
+    print(f"- {len(queries)} queries (3-12 words, as they come), top {bi.TOP}; every answer identical with and "
+          "without pruning\n")
+    print("| searched | queries that looked common words up | pruning off p50 / p95 ms | "
+          "pruning on p50 / p95 ms | off / on p50 | off / on p95 |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for who in callers:
+        off, on = times[(who, False)], times[(who, True)]
+        print(f"| {who} | {pruned[who]} of {len(queries)} | {bi.pct(off, 50):.2f} / {bi.pct(off, 95):.2f} | "
+              f"{bi.pct(on, 50):.2f} / {bi.pct(on, 95):.2f} | {bi.pct(off, 50) / bi.pct(on, 50):.2f}× | "
+              f"{bi.pct(off, 95) / bi.pct(on, 95):.2f}× |")
+    print(f"\nload {bi.load()}")
+
+
+if __name__ == "__main__":
+    main()
