@@ -42,8 +42,8 @@ Timing loops run ``--rounds`` times (default 2: the machine is shared) and each 
 has a time budget (``--budget`` s). The load average is printed at each part's start
 and end. Tables go to stdout (markdown), progress to stderr.
 
-    /work/venv/bin/python bench/search/bench_index.py                          # parts 1,3-7 (~10 min)
-    /work/venv/bin/python bench/search/bench_index.py --part 2 --million       # 1,000,000 (~5 min, ~6 GB peak)
+    /work/venv/bin/python bench/search/bench_index.py                          # parts 1,3-7 (4-10 min by the day)
+    /work/venv/bin/python bench/search/bench_index.py --part 2 --million       # 1,000,000 (2-5 min, ~6 GB peak)
     /work/venv/bin/python bench/search/bench_index.py --part 1 --count 20000   # quick
     /work/venv/bin/python bench/search/bench_index.py --part 5,6 --cli --keep /tmp/bench-db  # keep the DB, log
 """
