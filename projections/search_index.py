@@ -769,7 +769,8 @@ class SearchIndex:
         result is exact, ties included.
         """
         bases = np.cumsum([0] + [part.space for part in parts]).tolist()
-        touched = sum(len(where) for part in parts for where, _, _, _ in part.postings)
+        postings = [sum(len(part.postings[term][0]) for part in parts) for term in range(len(weights))]
+        touched = sum(postings)
         if touched * 8 <= bases[-1]:  # few postings for the space: accumulate sparsely
             return self._score_sparse(parts, bases, weights, average_length, limit)
         totals = np.zeros(bases[-1])
@@ -781,7 +782,7 @@ class SearchIndex:
             return self._slots_of(parts, bases, best), totals[best]
         threshold = 0.0  # at or below the limit-th best final score
         candidates = None  # once known: the only documents that can still make the top, ascending
-        to_come = [sum(len(part.postings[term][0]) for part in parts) for term in order]
+        to_come = [postings[term] for term in order]
         for done, term in enumerate(order):
             remaining = math.fsum(weights[later] for later in order[done:]) * _BOUND_SLACK
             if candidates is not None:
