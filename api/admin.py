@@ -95,7 +95,7 @@ def _filter(args: dict[str, Any]) -> MemoryFilter:
     if scope == "global" and scope_id:
         raise ValidationError("scope_id is not allowed with global scope")
     scopes = (ScopePattern(scope, scope_id or None),) if scope else None
-    return MemoryFilter(type=args["type"].strip(), scopes=scopes)
+    return MemoryFilter(type=args["type"], scopes=scopes)
 
 
 def _clamp(value: int, bounds: tuple[int, int]) -> int:

@@ -8,22 +8,27 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 import uuid
 
 from flask import Flask, Response, g, jsonify, request
 from sqlalchemy.exc import SQLAlchemyError
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from werkzeug.routing import PathConverter
 
 from api import admin, health, memories, projects, sessions
+from api.consistency import waiters_for
 from api.openapi import build_openapi
 from memoryd.bootstrap import Services, build_services
 from memoryd.config import Config, load_config
 from memoryd.errors import MemorydError
+from memoryd.text import checked_text
 
 access_log = logging.getLogger("memoryd.access")
 error_log = logging.getLogger("memoryd.errors")
 REQUEST_ID_HEADER = "X-Request-Id"
+REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")  # a client's id is kept only in this form
 STORAGE_FAILURES = {  # what a failed write says; reads say "Memory storage unavailable"
     "memories.save": "Failed to save memory",
     "memories.delete": "Failed to delete memory",
@@ -35,9 +40,11 @@ def create_app(config: Config | None = None, services: Services | None = None) -
     config = config or load_config()
     services = services or build_services(config)
     app = Flask("memoryd")
+    app.url_map.converters["anything"] = AnyText
     app.config["MAX_CONTENT_LENGTH"] = config.server.max_body_bytes
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.extensions["memoryd"] = services
+    app.extensions["memoryd.waiters"] = waiters_for(config.server.threads)
     app.register_blueprint(memories.blueprint)
     app.register_blueprint(admin.blueprint)
     app.register_blueprint(health.blueprint)
@@ -47,8 +54,15 @@ def create_app(config: Config | None = None, services: Services | None = None) -
     app.add_url_rule("/v1/api/openapi.json", "openapi", lambda: jsonify(openapi))
     _register_error_handlers(app)
     app.before_request(_start_request)
+    app.before_request(_check_url_text)
     app.after_request(_log_request)
     return app
+
+
+class AnyText(PathConverter):
+    """A path segment that may hold any character, a newline included, so the handler judges the name."""
+
+    regex = "[^/](?s:.)*?"
 
 
 def _register_error_handlers(app: Flask) -> None:
@@ -89,7 +103,16 @@ def _register_error_handlers(app: Flask) -> None:
 def _start_request() -> None:
     g.started = time.perf_counter()
     supplied = request.headers.get(REQUEST_ID_HEADER, "")
-    g.request_id = supplied[:128] if supplied.isprintable() and supplied else uuid.uuid4().hex
+    g.request_id = supplied if REQUEST_ID.fullmatch(supplied) else uuid.uuid4().hex
+
+
+def _check_url_text() -> None:
+    """Path and query values are storable text (NUL arrives as ``%00``); else a 400 naming them."""
+    for name, value in (request.view_args or {}).items():
+        checked_text(str(value), name)
+    for name, value in request.args.items(multi=True):
+        checked_text(name, "a query parameter name")
+        checked_text(value, name)
 
 
 def _log_request(response: Response) -> Response:

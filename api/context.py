@@ -15,6 +15,7 @@ from events.types import EventMetadata
 from memoryd.bootstrap import Services
 from memoryd.directory import Principal
 from memoryd.errors import Forbidden, Unauthorized, ValidationError
+from memoryd.text import MAX_JSON_DEPTH, check_document, json_depth
 
 ADMIN_PERMISSION = "admin.memories"
 F = TypeVar("F", bound=Callable[..., Any])
@@ -46,14 +47,36 @@ def authorized(scope: str, *, admin: bool = False) -> Callable[[F], F]:
     return decorate
 
 
-def json_object() -> dict[str, Any]:
-    try:
-        body = json.loads(request.get_data(cache=True) or b"")
-    except (ValueError, UnicodeDecodeError):
-        raise ValidationError("Invalid JSON body") from None
+def json_object(*, checked: bool = True) -> dict[str, Any]:
+    """The request's JSON object; with ``checked``, every string in it is storable text.
+
+    The memory tool's route passes ``checked=False``: the tool checks its own
+    arguments and answers ``ok: false`` instead of a 400.
+    """
+    body = parse_json(request.get_data(cache=True))
     if not isinstance(body, dict):
         raise ValidationError("Request body must be a JSON object")
+    if checked:
+        check_document(body)
     return body
+
+
+class NestedTooDeep(ValidationError):
+    """A body no request needs, and one that would exhaust the parser's recursion."""
+
+
+def parse_json(raw: bytes) -> Any:
+    """A JSON body, nested at most ``MAX_JSON_DEPTH`` deep."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValidationError("Invalid JSON body") from None
+    if json_depth(text) > MAX_JSON_DEPTH:
+        raise NestedTooDeep(f"Invalid JSON body: nested more than {MAX_JSON_DEPTH} levels deep")
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise ValidationError("Invalid JSON body") from None
 
 
 def run_command(command: Command, surface: str) -> Outcome:

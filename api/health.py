@@ -19,15 +19,23 @@ def healthz() -> tuple[Response, int]:
 
 @blueprint.get("/readyz")
 def readyz() -> tuple[Response, int]:
-    """The database answers and every projection is within ``server.ready_max_lag`` of the log."""
+    """The database answers, no projection is stopped on an event, and each is within ``server.ready_max_lag``."""
     try:
         with services().database.read() as conn:
             conn.execute(text("SELECT 1"))
         head = services().store.head_position()
         lag = {p.name: head - services().projector.checkpoint(p.name) for p in services().projector.projections}
+        faults = services().projector.faults()
     except SQLAlchemyError as error:
         return jsonify({"status": "unavailable", "error": f"database unreachable: {type(error).__name__}"}), 503
+    if services().search.fault is not None:
+        faults.append(services().search.fault)
     limit = services().config.server.ready_max_lag
-    ready = all(behind <= limit for behind in lag.values())
-    body = {"status": "ready" if ready else "lagging", "head": head, "lag": lag, "max_lag": limit}
-    return jsonify(body), 200 if ready else 503
+    body: dict[str, object] = {"status": "ready", "head": head, "lag": lag, "max_lag": limit}
+    if faults:
+        body["status"] = "stopped"
+        body["stopped"] = {fault.projection: {"position": fault.position, "event_type": fault.event_type,
+                                              "error": fault.error} for fault in faults}
+    elif any(behind > limit for behind in lag.values()):
+        body["status"] = "lagging"
+    return jsonify(body), 200 if body["status"] == "ready" else 503

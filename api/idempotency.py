@@ -1,34 +1,45 @@
-"""``Idempotency-Key`` on POST and DELETE: a retry gets the first answer back.
+"""``Idempotency-Key`` on every POST and DELETE that writes: a retry gets the first answer back.
 
-The key is claimed in the transaction that appends the event, so a request
-is either fully done (event and key) or not at all. A retry with the same
-key and request replays the stored status and body; with another request it
-is a 409. Only writes that happened are remembered: a request that failed
-(400, 404, ...) can be retried and runs again.
+The key is claimed before the request runs, so concurrent retries of one
+request wait (bounded) for the first attempt's answer and replay it instead
+of deciding for themselves. A write's key records its event's position in
+the transaction that appends it, so a request either happened completely
+(event and key) or not at all. A retry with the same key and request replays
+the stored status and body; with another request it is a 409. A request that
+failed without writing (400, 404, ...) gives the key back: its retry runs
+again. A claim whose attempt died before writing is taken over once it is
+``ABANDONED_AFTER`` old.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
+import time
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar, cast
 
 from flask import Response, g, jsonify, request
 
-from api.context import caller, services
+from api.context import NestedTooDeep, caller, parse_json, services
 from events.idempotency import IdempotencyClaim, IdempotencyKeyTaken, StoredOutcome
+from memoryd.domain import TIMESTAMP_FORMAT
 from memoryd.errors import Conflict, ValidationError
+from memoryd.text import checked_identifier
 
 KEY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
+ABANDONED_AFTER = dt.timedelta(seconds=60)  # no request runs this long: its attempt died
+WAIT_FOR_HOLDER = 10.0  # seconds a retry waits for the attempt holding its key to answer
 F = TypeVar("F", bound=Callable[..., Any])
+Rebuild = Callable[[int], tuple[Response, int]]
 
 
-def idempotent(rebuild: Callable[[int], tuple[Response, int]]) -> Callable[[F], F]:
+def idempotent(rebuild: Rebuild | None = None) -> Callable[[F], F]:
     """``rebuild(position)`` recreates the answer from the log if the first attempt
-    appended but died before its answer was stored."""
+    appended but died before its answer was stored (routes that append events)."""
 
     def decorate(view: F) -> F:
         @wraps(view)
@@ -36,50 +47,92 @@ def idempotent(rebuild: Callable[[int], tuple[Response, int]]) -> Callable[[F], 
             key = request.headers.get(KEY_HEADER)
             if key is None:
                 return view(*args, **kwargs)
-            claim = IdempotencyClaim(caller().user_id, _checked(key), _fingerprint())
-            stored = services().idempotency.find(claim.user_id, claim.key)
-            if stored is not None:
-                return _replay(stored, claim, rebuild)
-            g.idempotency_claim = claim
-            try:
-                response, status = view(*args, **kwargs)
-            except IdempotencyKeyTaken:  # a concurrent request with this key appended first
-                found = services().idempotency.find(claim.user_id, claim.key)
-                if found is None:  # it expired in between: only possible with a clock jump
-                    raise Conflict(f"{KEY_HEADER} {claim.key!r} is in use; retry the request") from None
-                return _replay(found, claim, rebuild)
-            services().idempotency.remember(claim.user_id, claim.key, status, response.get_json())
-            return response, status
+            claim = IdempotencyClaim(_key_owner(), _checked(key), _fingerprint())
+            while True:
+                held = _claim_or_holder(claim)
+                if held is not None:
+                    return _replay(held, claim, rebuild)
+                g.idempotency_claim = claim
+                try:
+                    response, status = view(*args, **kwargs)
+                except IdempotencyKeyTaken:  # our claim was taken over meanwhile: answer as its holder does
+                    continue
+                except BaseException:
+                    services().idempotency.release(claim)
+                    raise
+                services().idempotency.remember(claim, status, response.get_json())
+                return response, status
 
         return cast(F, once)
 
     return decorate
 
 
-def _replay(stored: StoredOutcome, claim: IdempotencyClaim, rebuild: Callable[[int], tuple[Response, int]]) -> Any:
+def _claim_or_holder(claim: IdempotencyClaim) -> StoredOutcome | None:
+    """None once ``claim`` holds the key; else the answered outcome of the attempt that holds it."""
+    held = _take(claim)
+    if held is None or held.fingerprint != claim.fingerprint or held.answered:
+        return held
+    deadline = time.monotonic() + WAIT_FOR_HOLDER  # the holder is a request running now: milliseconds
+    delay = 0.005
+    while time.monotonic() < deadline:
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+        held = _take(claim)
+        if held is None or held.fingerprint != claim.fingerprint or held.answered:
+            return held
+    raise Conflict(f"{KEY_HEADER} {claim.key!r} is held by a request that is still running; retry shortly")
+
+
+def _take(claim: IdempotencyClaim) -> StoredOutcome | None:
+    """Claim the key (None), take over an abandoned claim (None), or what holds it now."""
+    keys = services().idempotency
+    held = keys.take(claim)
+    if held is not None and not held.answered and held.fingerprint == claim.fingerprint \
+            and _claimed_at(held) < dt.datetime.now(dt.timezone.utc) - ABANDONED_AFTER and keys.take_over(claim, held):
+        return None
+    return held
+
+
+def _replay(stored: StoredOutcome, claim: IdempotencyClaim, rebuild: Rebuild | None) -> Any:
     if stored.fingerprint != claim.fingerprint:
         raise Conflict(f"{KEY_HEADER} {claim.key!r} was already used for a different request")
-    if stored.status is None:
-        response, status = rebuild(stored.position)
-    else:
+    if stored.status is not None:
         response, status = jsonify(stored.response), stored.status
+    elif stored.position is not None and rebuild is not None:
+        response, status = rebuild(stored.position)
+    else:  # appended, but this route cannot rebuild its answer (not reachable: such routes pass rebuild)
+        raise Conflict(f"{KEY_HEADER} {claim.key!r}: the first attempt's answer was lost; use a new key")
     response.headers[REPLAYED_HEADER] = "true"
-    response.headers["X-Memory-Position"] = str(stored.position)
+    if stored.position is not None:
+        response.headers["X-Memory-Position"] = str(stored.position)
     return response, status
+
+
+def _key_owner() -> str:
+    """Keys are per caller: the token's user, or on the memory tool's route the session."""
+    session = g.get("session")
+    return session.session_id if session is not None else caller().user_id
+
+
+def _claimed_at(stored: StoredOutcome) -> dt.datetime:
+    return dt.datetime.strptime(stored.claimed, TIMESTAMP_FORMAT).replace(tzinfo=dt.timezone.utc)
 
 
 def _checked(key: str) -> str:
     if not 1 <= len(key) <= 255 or not key.isprintable() or not key.isascii():
         raise ValidationError(f"{KEY_HEADER} must be 1 to 255 printable ASCII characters")
-    return key
+    return checked_identifier(key, KEY_HEADER)
 
 
 def _fingerprint() -> str:
-    """The request, canonically: method, path, query and JSON body (key order ignored)."""
+    """The request, canonically: method, path, query and JSON body (key order ignored; other bodies as bytes)."""
     raw = request.get_data(cache=True)
     try:
-        body = json.dumps(json.loads(raw), sort_keys=True, separators=(",", ":")) if raw else ""
-    except (ValueError, UnicodeDecodeError):
+        body = json.dumps(parse_json(raw), sort_keys=True, separators=(",", ":")) if raw else ""
+    except NestedTooDeep:
+        raise
+    except ValidationError:
         body = raw.hex()
     query = sorted(request.args.items(multi=True))
     return hashlib.sha256(json.dumps([request.method, request.path, query, body]).encode()).hexdigest()

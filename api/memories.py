@@ -19,7 +19,7 @@ from api.schemas import (
 )
 from commands.model import DeleteMemory, SaveMemory
 from memoryd.access import public_namespace
-from memoryd.domain import REST_MAX_CONTENT, normalize_name
+from memoryd.domain import REST_MAX_CONTENT, clean_name
 from memoryd.errors import ValidationError
 from projections.queries import MemoryFilter, ScopePattern, list_memories
 
@@ -60,13 +60,13 @@ def search() -> tuple[Response, int]:
         return memory_list(services().search.memories(conn, _visible(body), body["query"], body["limit"]))
 
 
-@blueprint.delete("/<path:name>")
+@blueprint.delete("/<anything:name>")
 @authorized("write")
 @idempotent(lambda position: deleted_memory(outcome_at(position)))
 def delete(name: str) -> tuple[Response, int]:
     args = load(DeleteMemoryQuery(), request.args)
     namespace = public_namespace(caller(), args["scope"], args["scope_id"], services().directory)
-    return deleted_memory(run_command(DeleteMemory(normalize_name(name), namespace), "rest"))
+    return deleted_memory(run_command(DeleteMemory(clean_name(name), namespace), "rest"))
 
 
 def _visible(args: dict[str, Any]) -> MemoryFilter:

@@ -11,6 +11,7 @@ from typing import Any
 from flask import Blueprint, Response
 
 from api.context import authorized, json_object, run_command, services
+from api.idempotency import idempotent
 from api.responses import POSITION_HEADER, respond
 from api.schemas import (
     CreateProjectRequest,
@@ -28,7 +29,8 @@ from commands.projects import (
     ReactivateProject,
     RevokeProjectAccess,
 )
-from memoryd.errors import NotFound
+from events.types import MemoryEvent, ProjectEvent, project_stream_id
+from memoryd.errors import NotFound, StorageError
 from memoryd.projects import clean_access, clean_project_name
 from projections.project_tables import get_project
 
@@ -37,6 +39,7 @@ blueprint = Blueprint("projects", __name__, url_prefix="/v1/api/admin/projects")
 
 @blueprint.post("")
 @authorized("write", admin=True)
+@idempotent(lambda position: _answer(_outcome_at(position), 201))
 def create() -> tuple[Response, int]:
     body = load(CreateProjectRequest(), json_object())
     name, owner = clean_project_name(body["name"]), _existing_user(body["owner"])
@@ -62,28 +65,29 @@ def grant(project_id: str, user_id: str) -> tuple[Response, int]:
 
 @blueprint.delete("/<project_id>/members/<user_id>")
 @authorized("write", admin=True)
+@idempotent(lambda position: _answer(_outcome_at(position)))
 def revoke(project_id: str, user_id: str) -> tuple[Response, int]:
     return _answer(run_command(RevokeProjectAccess(project_id, user_id), "admin"))
 
 
 @blueprint.delete("/<project_id>")
 @authorized("write", admin=True)
+@idempotent(lambda position: _deleted(_outcome_at(position)))
 def delete(project_id: str) -> tuple[Response, int]:
     """Delete the project and every memory in its scope (each a memory.delete event)."""
-    outcome = run_command(DeleteProject(project_id), "admin")
-    response, status = respond(DeletedProjectSchema(), {"status": "ok", "project_id": project_id})
-    response.headers[POSITION_HEADER] = str(outcome.position)
-    return response, status
+    return _deleted(run_command(DeleteProject(project_id), "admin"))
 
 
 @blueprint.post("/<project_id>/archive")
 @authorized("write", admin=True)
+@idempotent(lambda position: _answer(_outcome_at(position)))
 def archive(project_id: str) -> tuple[Response, int]:
     return _answer(run_command(ArchiveProject(project_id), "admin"))
 
 
 @blueprint.post("/<project_id>/reactivate")
 @authorized("write", admin=True)
+@idempotent(lambda position: _answer(_outcome_at(position)))
 def reactivate(project_id: str) -> tuple[Response, int]:
     return _answer(run_command(ReactivateProject(project_id), "admin"))
 
@@ -97,6 +101,27 @@ def _existing_user(user_id: str) -> str:
 def _body(project: dict[str, Any]) -> dict[str, Any]:
     members = [{"user_id": user_id, "access": access} for user_id, access in sorted(project.pop("members").items())]
     return project | {"owner": project.pop("owner_user_id"), "members": members}
+
+
+def _outcome_at(position: int) -> ProjectOutcome:
+    """A project write's outcome from its event (an idempotent replay whose answer was lost).
+
+    A project delete's last event may be one of the memory deletes appended with it.
+    """
+    recorded = services().store.event_at(position)
+    event = recorded.to_domain() if recorded is not None else None
+    if isinstance(event, MemoryEvent):
+        deleted = services().store.last_event(project_stream_id(event.memory.scope_id))
+        event = deleted.to_domain() if deleted is not None else None
+    if not isinstance(event, ProjectEvent):
+        raise StorageError(f"the event at position {position} is not a project event")
+    return ProjectOutcome(event.project, position)
+
+
+def _deleted(outcome: ProjectOutcome) -> tuple[Response, int]:
+    response, status = respond(DeletedProjectSchema(), {"status": "ok", "project_id": outcome.project.project_id})
+    response.headers[POSITION_HEADER] = str(outcome.position)
+    return response, status
 
 
 def _answer(outcome: ProjectOutcome, status: int = 200) -> tuple[Response, int]:

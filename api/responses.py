@@ -9,7 +9,7 @@ from flask import Response, jsonify
 from marshmallow import Schema
 from sqlalchemy.exc import SQLAlchemyError
 
-from api.consistency import PENDING_HEADER, settle
+from api.consistency import PENDING_HEADER, STOPPED_HEADER, settle, stopped_before
 from api.context import services
 from api.schemas import DeletedSchema, MemoryListSchema, MemorySchema, StatusSchema
 from commands.handlers import Outcome
@@ -73,4 +73,6 @@ def _written(schema: Schema, body: Any, status: int, position: int, projected: b
     response.headers[POSITION_HEADER] = str(position)
     if not projected:
         response.headers[PENDING_HEADER] = "true"
+        if stopped := stopped_before(position):
+            response.headers[STOPPED_HEADER] = stopped
     return response, status

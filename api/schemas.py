@@ -23,18 +23,20 @@ from memoryd.domain import (
     clean_type_filter,
 )
 from memoryd.errors import ValidationError
+from memoryd.text import checked_identifier
 
-_WHOLE_NUMBER = re.compile(r"[+-]?\d+")
+_WHOLE_NUMBER = re.compile(r"[+-]?[0-9]{1,19}")  # ASCII digits only: int() would also take "²" or "٣"
+_INT64 = range(-(2**63), 2**63)
 
 
 class WholeNumber(fields.Integer):
-    """An integer given as a JSON number or a string of digits; never a bool or a fraction."""
+    """A 64-bit integer given as a JSON number or a string of digits; never a bool or a fraction."""
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
         if isinstance(value, str) and _WHOLE_NUMBER.fullmatch(value.strip()):
-            return int(value)
+            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool) and value in _INT64:
+            return value
         raise self.make_error("invalid")
 
 
@@ -53,11 +55,20 @@ def _limit(default: int, low: int | None = None, high: int | None = None) -> Who
 
 
 class TypeFilter(fields.String):
-    """A type filter, normalized like a saved type: ``" FEEDBACK "`` filters on ``feedback``."""
+    """A type filter, normalized like a saved type: ``" FEEDBACK "`` filters on ``feedback``.
+
+    ``strict``: an unknown type is a 400 (the public API); otherwise it filters
+    on a type no memory has, an empty answer (the admin API, as upstream).
+    """
+
+    def __init__(self, *, strict: bool = True, **options: Any) -> None:
+        super().__init__(load_default="", error_messages={"invalid": "type must be a string"}, **options)
+        self.strict = strict
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        text = super()._deserialize(value, attr, data, **kwargs)
         try:
-            return clean_type_filter(super()._deserialize(value, attr, data, **kwargs))
+            return clean_type_filter(text) if self.strict else checked_identifier(text.strip(), "type").lower()
         except ValidationError as error:
             raise SchemaError(error.message) from None
 
@@ -94,7 +105,7 @@ class SaveMemoryRequest(RequestSchema):
 
 
 class ListMemoriesQuery(RequestSchema):
-    type = TypeFilter(load_default="", error_messages={"invalid": "type must be a string"})
+    type = TypeFilter()
     limit = _limit(100, 1, 200)
     scope = _text("scope", load_default="")
     scope_id = _text("scope_id", load_default="")
@@ -103,7 +114,7 @@ class ListMemoriesQuery(RequestSchema):
 class SearchMemoriesRequest(RequestSchema):
     query = _text("query", "query is required", validate=_domain_rule(lambda q: q.strip() or _missing("query")))
     limit = _limit(20, 1, 50)
-    type = TypeFilter(load_default="", error_messages={"invalid": "type must be a string"})
+    type = TypeFilter()
     scope = _text("scope", load_default="")
     scope_id = _text("scope_id", load_default="")
 
@@ -114,7 +125,7 @@ class DeleteMemoryQuery(RequestSchema):
 
 
 class AdminListQuery(RequestSchema):
-    type = _text("type", load_default="")
+    type = TypeFilter(strict=False)
     scope = _text("scope", load_default="")
     scope_id = _text("scope_id", load_default="")
     limit = _limit(100)

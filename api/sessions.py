@@ -8,11 +8,14 @@ transport only: a refused action is ``200 {"ok": false, ...}``.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar, cast
 
-from flask import Blueprint, Response, jsonify
+from flask import Blueprint, Response, g, jsonify
 
 from api.context import authorized, bearer_token, json_object, services
+from api.idempotency import idempotent
 from api.responses import respond
 from api.schemas import (
     CreateSessionRequest,
@@ -25,13 +28,33 @@ from api.schemas import (
 from commands.projects import live_project
 from memoryd.errors import Forbidden, NotFound, Unauthorized, ValidationError
 from memoryd.sessions import Session
-from memoryd.tool import MemoryTool
+from memoryd.tool import MemoryTool, ToolResult
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 blueprint = Blueprint("sessions", __name__)
 
 
+def session_authorized(view: F) -> F:
+    """Require the token of the session the path names (the memory tool's own token)."""
+
+    @wraps(view)
+    def guarded(session_id: str) -> Any:
+        caller = _session_from_token()
+        session = services().sessions.get(session_id)
+        if session is None:
+            raise NotFound("session not found")
+        if caller.session_id != session.session_id:
+            raise Forbidden("this token belongs to another session")
+        g.session = session
+        return view(session_id)
+
+    return cast(F, guarded)
+
+
 @blueprint.post("/v1/api/sessions")
 @authorized("write", admin=True)
+@idempotent()
 def open_session() -> tuple[Response, int]:
     body = load(CreateSessionRequest(), json_object())
     session, token = services().sessions.create(body["kind"], body["workstream_id"], body["user_id"] or "",
@@ -42,18 +65,16 @@ def open_session() -> tuple[Response, int]:
 
 
 @blueprint.post("/v1/api/sessions/<session_id>/memory")
+@session_authorized
+@idempotent(lambda position: _tool_answer(ToolResult.of_event(services().store.event_at(position))))
 def memory_tool(session_id: str) -> tuple[Response, int]:
-    caller = _session_from_token()
-    session = services().sessions.get(session_id)
-    if session is None:
-        raise NotFound("session not found")
-    if caller.session_id != session.session_id:
-        raise Forbidden("this token belongs to another session")
-    return jsonify(MemoryTool(services()).run(session, json_object()).to_dict()), 200
+    tool = MemoryTool(services())
+    return _tool_answer(tool.run(g.session, json_object(checked=False), g.get("idempotency_claim")))
 
 
 @blueprint.post("/v1/api/admin/workstreams")
 @authorized("write", admin=True)
+@idempotent()
 def create_workstream() -> tuple[Response, int]:
     body = load(CreateWorkstreamRequest(), json_object())
     owner = body["owner"]
@@ -76,6 +97,10 @@ def change_workstream(workstream_id: str) -> tuple[Response, int]:
         changes["persona_memory"] = _persona_memory(body["persona"], True)
     services().directory.change_workstream(workstream_id, changes)
     return respond(WorkstreamSchema(), _workstream_body(workstream_id))
+
+
+def _tool_answer(result: ToolResult) -> tuple[Response, int]:
+    return jsonify(result.to_dict()), 200
 
 
 def _session_from_token() -> Session:

@@ -29,6 +29,7 @@ from commands.projects import (
     reactivate_project,
     revoke_project_access,
 )
+from commands.supersede import SupersedeEvent, supersede_event
 from events.idempotency import IdempotencyClaim, IdempotencyKeys
 from events.types import EventMetadata
 
@@ -42,6 +43,7 @@ HANDLERS: dict[type, Callable[..., Any]] = {
     ArchiveProject: archive_project,
     ReactivateProject: reactivate_project,
     DeleteProject: delete_project,
+    SupersedeEvent: supersede_event,
 }
 
 

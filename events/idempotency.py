@@ -1,15 +1,18 @@
-"""Durable idempotency keys, claimed in the same transaction as the append.
+"""Durable idempotency keys: claimed before the request runs, fenced at the append.
 
-A retried request whose first attempt appended finds its claim and gets the
-first answer back; it can never append a second time, even if the first
-attempt's connection dropped after the commit. The same key with a
-different request is refused.
+An attempt takes the key first (a row with no answer yet), so concurrent
+retries of one request wait for its answer instead of deciding on their own.
+The append that the request makes records its position in the same
+transaction, and only while the claim is still that attempt's: a retried
+request can never append twice, even if the first attempt's connection
+dropped after the commit. The same key with a different request is refused.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection, delete, select, update
@@ -23,23 +26,31 @@ from memoryd.schema import idempotency_keys as keys
 
 @dataclass(frozen=True)
 class IdempotencyClaim:
-    """A caller's key for one request, and a digest of that request."""
+    """A caller's key for one request, a digest of that request, and the attempt that claims it."""
 
     user_id: str
     key: str
     fingerprint: str
+    attempt: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
 @dataclass(frozen=True)
 class StoredOutcome:
     fingerprint: str
-    position: int
-    status: int | None
+    position: int | None  # None: the holder has appended nothing (yet)
+    status: int | None  # None: no answer stored (yet)
     response: Any
+    attempt: str | None
+    claimed: str
+
+    @property
+    def answered(self) -> bool:
+        """The request's outcome is known: an answer, or at least the event it appended."""
+        return self.status is not None or self.position is not None
 
 
 class IdempotencyKeyTaken(Exception):
-    """Another request already claimed this key."""
+    """Another attempt holds this key now."""
 
 
 class IdempotencyKeys:
@@ -47,27 +58,52 @@ class IdempotencyKeys:
         self.database = database
         self.window = window
 
+    def take(self, claim: IdempotencyClaim) -> StoredOutcome | None:
+        """Claim the key for ``claim.attempt`` (None), or return what holds it already."""
+        with self.database.write() as conn:
+            conn.execute(delete(keys).where(keys.c.user_id == claim.user_id, keys.c.key == claim.key,
+                                            keys.c.created < self._cutoff()))
+            insert = postgres_insert if conn.dialect.name == "postgresql" else sqlite_insert
+            taken = conn.execute(insert(keys).values(
+                user_id=claim.user_id, key=claim.key, fingerprint=claim.fingerprint, position=None,
+                created=utc_timestamp(), attempt=claim.attempt).on_conflict_do_nothing().returning(keys.c.key)).first()
+        return None if taken is not None else self.find(claim.user_id, claim.key)
+
+    def take_over(self, claim: IdempotencyClaim, abandoned: StoredOutcome) -> bool:
+        """Take a claim whose attempt left without an outcome (it died); False if another moved first."""
+        with self.database.write() as conn:
+            moved = conn.execute(update(keys).where(
+                keys.c.user_id == claim.user_id, keys.c.key == claim.key, keys.c.position.is_(None),
+                keys.c.status.is_(None), _held_by(abandoned.attempt),
+            ).values(attempt=claim.attempt, fingerprint=claim.fingerprint, created=utc_timestamp()))
+        return moved.rowcount == 1
+
     def claim(self, conn: Connection, claim: IdempotencyClaim, position: int) -> None:
-        """Inside the append's transaction: take the key for ``position`` or raise."""
-        conn.execute(delete(keys).where(keys.c.user_id == claim.user_id, keys.c.key == claim.key,
-                                        keys.c.created < self._cutoff()))
-        insert = postgres_insert if conn.dialect.name == "postgresql" else sqlite_insert
-        taken = conn.execute(insert(keys).values(
-            user_id=claim.user_id, key=claim.key, fingerprint=claim.fingerprint, position=position,
-            created=utc_timestamp()).on_conflict_do_nothing().returning(keys.c.key)).first()
-        if taken is None:  # (rowcount is not reliable for ON CONFLICT on every driver)
+        """Inside the append's transaction: record ``position`` under this attempt's claim, or raise."""
+        recorded = conn.execute(update(keys).where(
+            keys.c.user_id == claim.user_id, keys.c.key == claim.key, keys.c.attempt == claim.attempt,
+            keys.c.position.is_(None)).values(position=position))
+        if recorded.rowcount != 1:
             raise IdempotencyKeyTaken(claim.key)
+
+    def remember(self, claim: IdempotencyClaim, status: int, response: Any) -> None:
+        with self.database.write() as conn:
+            conn.execute(update(keys).where(keys.c.user_id == claim.user_id, keys.c.key == claim.key,
+                                            keys.c.attempt == claim.attempt).values(status=status, response=response))
+
+    def release(self, claim: IdempotencyClaim) -> None:
+        """Give the key back after a request that changed nothing failed, so a retry runs again."""
+        with self.database.write() as conn:
+            conn.execute(delete(keys).where(keys.c.user_id == claim.user_id, keys.c.key == claim.key,
+                                            keys.c.attempt == claim.attempt, keys.c.position.is_(None)))
 
     def find(self, user_id: str, key: str) -> StoredOutcome | None:
         query = select(keys).where(keys.c.user_id == user_id, keys.c.key == key, keys.c.created >= self._cutoff())
         with self.database.read() as conn:
             row = conn.execute(query).first()
-        return StoredOutcome(row.fingerprint, row.position, row.status, row.response) if row else None
-
-    def remember(self, user_id: str, key: str, status: int, response: Any) -> None:
-        with self.database.write() as conn:
-            conn.execute(update(keys).where(keys.c.user_id == user_id, keys.c.key == key)
-                         .values(status=status, response=response))
+        if row is None:
+            return None
+        return StoredOutcome(row.fingerprint, row.position, row.status, row.response, row.attempt, row.created)
 
     def purge_expired(self) -> int:
         with self.database.write() as conn:
@@ -75,3 +111,7 @@ class IdempotencyKeys:
 
     def _cutoff(self) -> str:
         return utc_timestamp(dt.datetime.now(dt.timezone.utc) - self.window)
+
+
+def _held_by(attempt: str | None) -> Any:
+    return keys.c.attempt.is_(None) if attempt is None else keys.c.attempt == attempt

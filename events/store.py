@@ -22,9 +22,17 @@ from typing import Any
 from sqlalchemy import Connection, Row, func, insert, select, text
 from sqlalchemy.exc import IntegrityError
 
-from events.types import EventMetadata, MemoryEvent, RecordedEvent
+from events.types import (
+    EventMetadata,
+    EventSuperseded,
+    MemoryEvent,
+    RecordedEvent,
+    UnknownEvent,
+    superseded_stream_id,
+)
 from memoryd.db import Database
 from memoryd.schema import events
+from memoryd.text import check_document
 
 # With the schema's hash, names the lock that orders appends on PostgreSQL: one lock
 # per schema, so deployments sharing a database do not queue on each other.
@@ -99,6 +107,23 @@ class EventStore:
             row = conn.execute(select(events).where(events.c.position == position)).first()
         return _recorded(row) if row else None
 
+    def stand_in(self, conn: Connection, recorded: RecordedEvent) -> RecordedEvent | None:
+        """What projections apply instead of ``recorded`` if an operator superseded it, else None."""
+        query = select(events).where(events.c.stream_id == superseded_stream_id(recorded.position))
+        row = conn.execute(query.order_by(events.c.stream_version.desc()).limit(1)).first()
+        if row is None:
+            return None
+        superseding = _recorded(row).to_domain()
+        if not isinstance(superseding, EventSuperseded):
+            raise UnknownEvent(f"stream {superseded_stream_id(recorded.position)} holds a {superseding.event_type}")
+        return superseding.stand_in(recorded)
+
+    def superseded(self, conn: Connection) -> dict[int, EventSuperseded]:
+        """Every superseded position and what supersedes it (one scan; for replays of the whole log)."""
+        rows = conn.execute(select(events).where(events.c.event_type == EventSuperseded.event_type))
+        found = [_recorded(row).to_domain() for row in rows]
+        return {event.position: event for event in found if isinstance(event, EventSuperseded)}
+
     def read_after(self, conn: Connection, position: int, limit: int) -> list[RecordedEvent]:
         query = select(events).where(events.c.position > position).order_by(events.c.position).limit(limit)
         return [_recorded(row) for row in conn.execute(query)]
@@ -129,7 +154,8 @@ def _now() -> str:
 
 
 def _row(stream_id: str, version: int, event: MemoryEvent, metadata: EventMetadata, recorded_at: str) -> dict[str, Any]:
-    return {
+    """The stored row; text no projection could store never gets this far (a ValidationError)."""
+    row = {
         "stream_id": stream_id,
         "stream_version": version,
         "event_type": event.event_type,
@@ -138,6 +164,8 @@ def _row(stream_id: str, version: int, event: MemoryEvent, metadata: EventMetada
         "meta": metadata.to_dict(),
         "recorded_at": recorded_at,
     }
+    check_document(row, "event")
+    return row
 
 
 def _recorded(row: Row[Any]) -> RecordedEvent:

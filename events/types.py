@@ -10,7 +10,7 @@ was told.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from memoryd.domain import Memory
@@ -109,11 +109,40 @@ class ProjectDeleted(ProjectEvent):
     event_type: ClassVar[str] = "project.delete"
 
 
-DomainEvent = MemoryEvent | ProjectEvent
-EVENT_CLASSES: dict[str, type[MemoryEvent] | type[ProjectEvent]] = {
+@dataclass(frozen=True)
+class EventSuperseded:
+    """An operator replaced the event at ``position``, which a projection could not apply.
+
+    Projections that fail on that event apply ``replacement`` (an event type
+    and payload) in its place; the original stays in the log untouched, and
+    this event records who replaced it, when and why.
+    """
+
+    event_type: ClassVar[str] = "event.supersede"
+    schema_version: ClassVar[int] = 1
+    position: int
+    reason: str
+    replacement: dict[str, Any]  # {"event_type": ..., "payload": {...}}
+
+    def payload(self) -> dict[str, Any]:
+        return {"position": self.position, "reason": self.reason, "replacement": self.replacement}
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any]) -> EventSuperseded:
+        return cls(position=int(payload["position"]), reason=str(payload["reason"]), replacement=payload["replacement"])
+
+    def stand_in(self, original: RecordedEvent) -> RecordedEvent:
+        """The replacement, recorded where the original is (its position, stream and version)."""
+        cls = EVENT_CLASSES[self.replacement["event_type"]]
+        return replace(original, event_type=cls.event_type, schema_version=cls.schema_version,
+                       payload=self.replacement["payload"])
+
+
+DomainEvent = MemoryEvent | ProjectEvent | EventSuperseded
+EVENT_CLASSES: dict[str, type[MemoryEvent] | type[ProjectEvent] | type[EventSuperseded]] = {
     cls.event_type: cls
     for cls in (MemorySaved, MemoryUpdated, MemoryDeleted, ProjectCreated, ProjectAccessGranted, ProjectAccessRevoked,
-                ProjectArchived, ProjectReactivated, ProjectDeleted)
+                ProjectArchived, ProjectReactivated, ProjectDeleted, EventSuperseded)
 }
 
 
@@ -158,11 +187,24 @@ class RecordedEvent:
         cls = EVENT_CLASSES.get(self.event_type)
         if cls is None or self.schema_version != cls.schema_version:
             raise UnknownEvent(f"no decoder for {self.event_type} v{self.schema_version} at position {self.position}")
-        return cls.from_payload(self.payload)
+        try:
+            return cls.from_payload(self.payload)
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise UnreadableEvent(f"the {self.event_type} event at position {self.position} is malformed: "
+                                  f"{type(error).__name__}: {error}") from error
 
 
 class UnknownEvent(Exception):
     """The log holds an event this code cannot read; projecting must stop, not skip."""
+
+
+class UnreadableEvent(UnknownEvent):
+    """The log holds an event of a known type whose payload does not decode."""
+
+
+def superseded_stream_id(position: int) -> str:
+    """The stream of the one event that may supersede the event at ``position``."""
+    return f"superseded:{position}"
 
 
 def project_stream_id(project_id: str) -> str:

@@ -13,12 +13,13 @@ from typing import Any
 from memoryd.directory import Directory, Principal
 from memoryd.domain import PUBLIC_SCOPES, Namespace
 from memoryd.errors import Forbidden, NotFound, ValidationError
+from memoryd.text import checked_identifier
 
 
 def public_namespace(caller: Principal, scope: Any, scope_id: Any, directory: Directory) -> Namespace:
     """Resolve and authorize an explicit public scope."""
-    scope = _text(scope).strip().lower()
-    scope_id = _text(scope_id).strip()
+    scope = checked_identifier(_text(scope).strip(), "scope").lower()
+    scope_id = checked_identifier(_text(scope_id).strip(), "scope_id")
     if scope not in PUBLIC_SCOPES:
         raise ValidationError(f"invalid scope: {scope}; must be one of {sorted(PUBLIC_SCOPES)}")
     if scope == "global":

@@ -215,6 +215,10 @@ def rebuild(which: str) -> None:
                    f"in {time.perf_counter() - started:.1f} s (snapshot stored)")
 
 
+def _stopped(fault: Any) -> dict[str, Any] | None:
+    return None if fault is None else {"position": fault.position, "event_type": fault.event_type, "error": fault.error}
+
+
 def _split(values: str) -> list[str]:
     return [value.strip() for value in values.split(",") if value.strip()]
 
@@ -245,9 +249,11 @@ def status(as_json: bool) -> None:
 
     services = _services()
     head = services.store.head_position()
+    faults = {fault.projection: fault for fault in services.projector.faults()}
     report: dict[str, Any] = {
         "head": head,
-        "projections": {p.name: {"checkpoint": (c := services.projector.checkpoint(p.name)), "lag": head - c}
+        "projections": {p.name: {"checkpoint": (c := services.projector.checkpoint(p.name)), "lag": head - c,
+                                 "stopped": _stopped(faults.get(p.name))}
                         for p in services.projector.projections},
         "queue": None,
     }
@@ -263,6 +269,10 @@ def status(as_json: bool) -> None:
     click.echo(f"log head: position {head}")
     for name, progress in report["projections"].items():
         click.echo(f"projection {name}: checkpoint {progress['checkpoint']}, lag {progress['lag']}")
+        if name in faults:
+            click.echo(f"  STOPPED: {faults[name].describe()}")
+            click.echo(f"  see the event with 'memoryd events show {faults[name].position}'; "
+                       f"supersede it with 'memoryd events supersede {faults[name].position} --reason ...'")
     queue = report["queue"]
     if queue is None:
         click.echo("queue: none (projections run in-process)")
@@ -309,6 +319,58 @@ def export(target: Any) -> None:
     services.projector.catch_up()
     count = export_memories(services, target)
     click.echo(f"exported {count} memories", err=True)
+
+
+@main.group("events")
+def events_group() -> None:
+    """Read the event log; supersede an event that projections cannot apply."""
+
+
+@events_group.command("show")
+@click.argument("position", type=click.IntRange(min=1))
+@_reported
+def show_event(position: int) -> None:
+    """Print the event at POSITION as JSON (unstorable text escaped)."""
+    import dataclasses
+    import json
+
+    recorded = _services().store.event_at(position)
+    if recorded is None:
+        raise click.ClickException(f"no event at position {position}")
+    click.echo(json.dumps(dataclasses.asdict(recorded), indent=2))
+
+
+@events_group.command("supersede")
+@click.argument("position", type=click.IntRange(min=1))
+@click.option("--reason", required=True, help="Why: kept in the log as the audit trail.")
+@click.option("--replacement", "replacement_file", type=click.File("r"),
+              help='JSON file {"event_type": ..., "payload": {...}} to apply instead (default: the original '
+                   "with its unstorable text repaired).")
+@_reported
+def supersede(position: int, reason: str, replacement_file: Any) -> None:
+    """Let stopped projections move past the event at POSITION.
+
+    Appends an event.supersede event; projections apply its replacement in
+    place of the original, which stays in the log. Only an event a projection
+    is stopped on can be superseded.
+    """
+    import json
+
+    from commands.supersede import SupersedeEvent
+    from events.types import EventMetadata
+
+    services = _services()
+    stopped = [fault.projection for fault in services.projector.faults() if fault.position == position]
+    if not stopped:
+        raise click.ClickException(f"no projection is stopped on the event at position {position}; "
+                                   "'memoryd status' shows where projections stand")
+    try:
+        replacement = json.load(replacement_file) if replacement_file is not None else None
+    except ValueError as error:
+        raise click.ClickException(f"the replacement file is not JSON: {error}") from None
+    outcome = services.bus.handle(SupersedeEvent(position, reason, replacement), EventMetadata(surface="cli"))
+    click.echo(f"superseded the event at position {position} by the event at position {outcome.position}; "
+               f"{', '.join(stopped)} moved on")
 
 
 @main.group("projects")

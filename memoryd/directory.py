@@ -19,6 +19,7 @@ from memoryd.db import Database
 from memoryd.domain import utc_timestamp
 from memoryd.errors import NotFound, ValidationError
 from memoryd.schema import tokens, users, workstreams
+from memoryd.text import checked_identifier, checked_text
 
 TOKEN_SCOPES = ("read", "write", "service")  # each implies the ones before it
 PERMISSIONS = ("admin.memories",)
@@ -56,6 +57,7 @@ class Directory:
         self.database = database
 
     def create_user(self, name: str) -> str:
+        checked_text(name, "name")
         user_id = str(uuid.uuid4())
         with self.database.write() as conn:
             conn.execute(insert(users).values(user_id=user_id, name=name, created=utc_timestamp()))
@@ -110,6 +112,9 @@ class Directory:
 
     def create_workstream(self, owner_user_id: str | None, name: str = "", project_id: str | None = None,
                           persona_memory: bool = True) -> str:
+        checked_text(name, "name")
+        checked_identifier(owner_user_id or "", "owner")
+        checked_identifier(project_id or "", "project_id")
         workstream_id = str(uuid.uuid4())
         with self.database.write() as conn:
             if owner_user_id and conn.execute(select(users.c.user_id).where(users.c.user_id == owner_user_id)).first() is None:

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from memoryd.errors import ValidationError
+from memoryd.text import checked_identifier, checked_text
 
 MEMORY_TYPES = ("feedback", "general", "reference", "user")
 SCOPES = ("global", "workstream", "user", "coordinator", "project")
@@ -45,20 +46,24 @@ class Memory:
 
 
 def normalize_name(raw: str) -> str:
-    """Lowercase, and turn ``-`` and spaces into ``_`` (the spec's rule, nothing more)."""
-    return raw.lower().replace("-", "_").replace(" ", "_")
+    """Strip, lowercase, and turn ``-`` and spaces into ``_`` (the spec's rule, nothing more).
+
+    Every lookup by name goes through here, so a name saved as ``" Padded "``
+    is found, and deleted, as ``padded`` whichever way it is spelled.
+    """
+    return raw.strip().lower().replace("-", "_").replace(" ", "_")
 
 
 def clean_name(raw: Any) -> str:
-    """A name as a save receives it: stripped, required, at most 256 characters."""
-    name = normalize_name(_text(raw, "name").strip())
+    """A name as a save, get or delete receives it: normalized, required, at most 256 characters."""
+    name = normalize_name(checked_identifier(_text(raw, "name").strip(), "name"))
     if not name or len(name) > MAX_NAME_LENGTH:
         raise ValidationError(f"name is required (max {MAX_NAME_LENGTH} characters)")
     return name
 
 
 def clean_content(raw: Any, max_content: int) -> str:
-    content = _text(raw, "content").strip()
+    content = checked_text(_text(raw, "content"), "content").strip()
     if not content:
         raise ValidationError("content is required")
     if len(content) > max_content:
@@ -67,7 +72,7 @@ def clean_content(raw: Any, max_content: int) -> str:
 
 
 def clean_description(raw: Any) -> str:
-    description = _text(raw, "description").strip()
+    description = checked_text(_text(raw, "description"), "description").strip()
     if not description:
         raise ValidationError("description is required and must be non-empty")
     return description
@@ -77,7 +82,7 @@ def clean_type(raw: Any) -> str | None:
     """A memory type, or None when unset (a new memory then gets ``general``)."""
     if raw is None:
         return None
-    memory_type = _text(raw, "type").strip().lower()
+    memory_type = checked_identifier(_text(raw, "type").strip(), "type").lower()
     if memory_type not in MEMORY_TYPES:
         raise ValidationError(f"invalid type: {raw}; must be one of {list(MEMORY_TYPES)}")
     return memory_type
@@ -85,7 +90,7 @@ def clean_type(raw: Any) -> str | None:
 
 def clean_type_filter(raw: Any) -> str:
     """A type filter for list and search: ``""`` means no filter."""
-    memory_type = _text(raw, "type").strip().lower()
+    memory_type = checked_identifier(_text(raw, "type").strip(), "type").lower()
     if memory_type and memory_type not in MEMORY_TYPES:
         raise ValidationError(f"invalid type: {raw}")
     return memory_type

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from memoryd.errors import ValidationError
+from memoryd.text import checked_text
 
 ACTIVE, ARCHIVED = "active", "archived"
 ACCESS_LEVELS = ("read", "write")
@@ -62,4 +63,4 @@ def clean_access(raw: Any) -> str:
 def clean_project_name(raw: Any) -> str:
     if not isinstance(raw, str) or not raw.strip():
         raise ValidationError("name is required")
-    return raw.strip()
+    return checked_text(raw, "name").strip()

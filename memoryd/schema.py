@@ -130,18 +130,21 @@ memory_access = Table(
     Column("access_count", Integer, nullable=False),
 )
 
-# Idempotency keys are written in the same transaction as the event they
-# produced, so a retried request can never append twice.
+# An idempotency key is claimed by one attempt (``attempt``) before the request
+# runs; the append that request makes records its position in the same
+# transaction, and only if the claim is still that attempt's, so a retried
+# request can never append twice.
 idempotency_keys = Table(
     "idempotency_keys",
     metadata,
     Column("user_id", String(36), primary_key=True),
     Column("key", String(255), primary_key=True),
     Column("fingerprint", String(64), nullable=False),
-    Column("position", BigInteger, nullable=False),
+    Column("position", BigInteger, nullable=True),  # None: nothing appended (yet)
     Column("status", Integer, nullable=True),  # filled in once the response is known
     Column("response", Document, nullable=True),
     Column("created", String(19), nullable=False),
+    Column("attempt", String(32), nullable=True),  # the attempt holding the claim
     Index("ix_idempotency_keys_created", "created"),
 )
 
@@ -156,6 +159,18 @@ projection_gaps = Table(
     Column("reason", Text, nullable=False),
     Column("recorded_at", String(19), nullable=False),
     UniqueConstraint("projection", "first_position", name="uq_projection_gaps_start"),
+)
+
+# Where a projection stopped because it could not apply the event at ``position``
+# (one row per stopped projection, gone once it moves past that position).
+projection_faults = Table(
+    "projection_faults",
+    metadata,
+    Column("projection", String(64), primary_key=True),
+    Column("position", BigInteger, nullable=False),
+    Column("event_type", String(64), nullable=False),
+    Column("error", Text, nullable=False),
+    Column("recorded_at", String(19), nullable=False),
 )
 
 # The newest search index, serialized, so a starting process loads it instead of

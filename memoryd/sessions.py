@@ -20,6 +20,7 @@ from memoryd.directory import Directory, hash_token
 from memoryd.domain import utc_timestamp
 from memoryd.errors import NotFound, ValidationError
 from memoryd.schema import sessions
+from memoryd.text import checked_identifier
 
 KINDS = ("interactive", "coordinator")
 TOKEN_PREFIX = "mds_"
@@ -45,6 +46,9 @@ class Sessions:
 
     def create(self, kind: str, workstream_id: str, user_id: str = "", parent_session_id: str = "") -> tuple[Session, str]:
         """Open a session; returns it and its token (shown once, stored hashed)."""
+        for field, value in (("kind", kind), ("workstream_id", workstream_id), ("user_id", user_id),
+                             ("parent_session_id", parent_session_id)):
+            checked_identifier(value, field)
         if kind not in KINDS:
             raise ValidationError(f"kind must be one of {list(KINDS)}")
         if self.directory.workstream(workstream_id) is None:

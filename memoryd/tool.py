@@ -18,24 +18,28 @@ Scope rules (the spec's "Inherited target and coordinator scope"):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from commands.model import DeleteMemory, SaveMemory
 from commands.projects import live_project
-from events.types import EventMetadata
+from events.idempotency import IdempotencyClaim
+from events.types import EventMetadata, MemoryEvent, MemorySaved, MemoryUpdated, RecordedEvent
 from memoryd.bootstrap import Services
 from memoryd.directory import Workstream
 from memoryd.domain import (
     SCOPES,
+    Memory,
     Namespace,
     clean_name,
     clean_type_filter,
     utc_timestamp,
 )
-from memoryd.errors import MemorydError, NotFound, ValidationError
+from memoryd.errors import MemorydError, NotFound, StorageError, ValidationError
 from memoryd.projects import ACTIVE, Project
 from memoryd.sessions import Session
+from memoryd.text import checked_identifier, checked_text
 from projections.queries import (
     MemoryFilter,
     ScopePattern,
@@ -47,6 +51,9 @@ from projections.queries import (
 INTERACTIVE_SCOPES = ("global", "workstream", "user", "project")
 COORDINATOR_SCOPES = ("coordinator", "project")
 DEFAULT_LIMIT, MAX_LIMIT = 20, 50
+TEXT_ARGUMENTS = ("action", "name", "content", "description", "type", "scope", "query")
+IDENTIFIER_ARGUMENTS = ("action", "name", "type", "scope")
+_LIMIT = re.compile(r"[+-]?[0-9]{1,18}")
 
 
 class ToolRefusal(Exception):
@@ -60,6 +67,18 @@ class ToolResult:
     error: str = ""
     memory: dict[str, Any] | None = None
     memories: list[dict[str, Any]] | None = None
+
+    @classmethod
+    def of_event(cls, recorded: RecordedEvent | None) -> ToolResult:
+        """What a save or delete told the model, recreated from its event."""
+        event = recorded.to_domain() if recorded is not None else None
+        if not isinstance(event, MemoryEvent):
+            raise StorageError("the memory tool's event is missing from the log")
+        return cls.written({MemorySaved: "Saved", MemoryUpdated: "Updated"}.get(type(event), "Deleted"), event.memory)
+
+    @classmethod
+    def written(cls, verb: str, memory: Memory) -> ToolResult:
+        return cls(True, f"{verb} memory '{memory.name}' (scope={memory.scope})", memory=memory.to_dict())
 
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {"ok": self.ok}
@@ -99,36 +118,36 @@ class MemoryTool:
     def __init__(self, services: Services) -> None:
         self.services = services
 
-    def run(self, session: Session, arguments: dict[str, Any]) -> ToolResult:
-        action = str(arguments.get("action") or "").strip().lower()
-        handler = {"save": self._save, "get": self._get, "search": self._search, "delete": self._delete,
-                   "list": self._list}.get(action)
+    def run(self, session: Session, arguments: dict[str, Any], claim: IdempotencyClaim | None = None) -> ToolResult:
+        """One tool call; ``claim`` (an idempotency key) is taken atomically with the call's append."""
         try:
+            _check_arguments(arguments)
+            action = (arguments.get("action") or "").strip().lower()
+            handler = {"save": self._save, "get": self._get, "search": self._search, "delete": self._delete,
+                       "list": self._list}.get(action)
             if handler is None:
                 raise ToolRefusal(f"unknown action '{action}'. Valid: save, get, search, delete, list")
             context = self._context(session)
             if not context.workstream.persona_memory:
                 raise ToolRefusal("memory is turned off for this workstream's persona")
-            return handler(context, arguments)
+            return handler(context, arguments, claim)
         except (ToolRefusal, ValidationError) as refusal:
             message = refusal.message if isinstance(refusal, MemorydError) else str(refusal)
             return ToolResult(ok=False, error=message, text=f"Error: {message}")
 
     # -- actions -------------------------------------------------------------------
 
-    def _save(self, context: Context, arguments: dict[str, Any]) -> ToolResult:
+    def _save(self, context: Context, arguments: dict[str, Any], claim: IdempotencyClaim | None) -> ToolResult:
         command = SaveMemory.validated(
             name=_required(arguments, "name", "save"), content=arguments.get("content"),
             description=arguments.get("description"), type=arguments.get("type"),
             max_content=self.services.config.memory.max_content,
             resolve_namespace=lambda: self._target(context, arguments.get("scope"), write=True),
         )
-        outcome = self.services.bus.handle(command, self._metadata(context))
-        verb = "Saved" if outcome.created else "Updated"
-        return ToolResult(True, f"{verb} memory '{command.name}' (scope={command.namespace.scope})",
-                          memory=outcome.memory.to_dict())
+        outcome = self.services.bus.handle(command, self._metadata(context), claim)
+        return ToolResult.written("Saved" if outcome.created else "Updated", outcome.memory)
 
-    def _get(self, context: Context, arguments: dict[str, Any]) -> ToolResult:
+    def _get(self, context: Context, arguments: dict[str, Any], claim: IdempotencyClaim | None) -> ToolResult:
         name = clean_name(_required(arguments, "name", "get"))
         namespace = self._target(context, arguments.get("scope"), write=False)
         with self.services.database.read() as conn:
@@ -139,18 +158,18 @@ class MemoryTool:
             raise ToolRefusal(f"no memory named '{name}' in scope '{namespace.scope}'" + self._hint(context, name, namespace))
         return ToolResult(True, _render(found, full=True), memory=found)
 
-    def _delete(self, context: Context, arguments: dict[str, Any]) -> ToolResult:
+    def _delete(self, context: Context, arguments: dict[str, Any], claim: IdempotencyClaim | None) -> ToolResult:
         name = clean_name(_required(arguments, "name", "delete"))
         namespace = self._target(context, arguments.get("scope"), write=True)
         try:
-            outcome = self.services.bus.handle(DeleteMemory(name, namespace), self._metadata(context))
+            outcome = self.services.bus.handle(DeleteMemory(name, namespace), self._metadata(context), claim)
         except NotFound:
             raise ToolRefusal(f"no memory named '{name}' in scope '{namespace.scope}'"
                               + self._hint(context, name, namespace)) from None
-        return ToolResult(True, f"Deleted memory '{name}' (scope={namespace.scope})", memory=outcome.memory.to_dict())
+        return ToolResult.written("Deleted", outcome.memory)
 
-    def _search(self, context: Context, arguments: dict[str, Any]) -> ToolResult:
-        query = str(arguments.get("query") or "").strip()
+    def _search(self, context: Context, arguments: dict[str, Any], claim: IdempotencyClaim | None) -> ToolResult:
+        query = (arguments.get("query") or "").strip()
         if not query:
             raise ToolRefusal("'query' is required for search")
         where = self._visible(context, arguments)
@@ -159,7 +178,7 @@ class MemoryTool:
         found = self._touched(found)
         return ToolResult(True, _render_list(found, "No memories match."), memories=found)
 
-    def _list(self, context: Context, arguments: dict[str, Any]) -> ToolResult:
+    def _list(self, context: Context, arguments: dict[str, Any], claim: IdempotencyClaim | None) -> ToolResult:
         with self.services.database.read() as conn:
             found = list_memories(conn, self._visible(context, arguments), _limit(arguments))
         return ToolResult(True, _render_list(found, "No memories stored."), memories=found)
@@ -267,6 +286,20 @@ class MemoryTool:
                              workstream_id=context.workstream.workstream_id)
 
 
+def _check_arguments(arguments: dict[str, Any]) -> None:
+    """Each argument the tool reads has its JSON type and storable text, or the model is told which is wrong."""
+    for name in TEXT_ARGUMENTS:
+        value = arguments.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise ToolRefusal(f"'{name}' must be a string (got {type(value).__name__})")
+        if name in IDENTIFIER_ARGUMENTS:
+            checked_identifier(value.strip(), f"'{name}'")
+        else:
+            checked_text(value, f"'{name}'")
+
+
 def _required(arguments: dict[str, Any], field_name: str, action: str) -> Any:
     value = arguments.get(field_name)
     if value is None or (isinstance(value, str) and not value.strip()):
@@ -275,10 +308,15 @@ def _required(arguments: dict[str, Any], field_name: str, action: str) -> Any:
 
 
 def _limit(arguments: dict[str, Any]) -> int:
-    raw = arguments.get("limit", DEFAULT_LIMIT)
-    if isinstance(raw, bool) or not isinstance(raw, (int, str)) or not str(raw).strip().lstrip("-").isdigit():
-        raise ToolRefusal("limit must be an integer")
-    return max(1, min(MAX_LIMIT, int(raw)))  # capped, not rejected
+    """A whole number (a JSON integer or a string of ASCII digits), capped to 1..50 rather than rejected."""
+    raw = arguments.get("limit")
+    if raw is None:
+        return DEFAULT_LIMIT
+    if isinstance(raw, str) and _LIMIT.fullmatch(raw.strip()):
+        raw = int(raw)
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        raise ToolRefusal(f"'limit' must be a whole number such as 10 (default {DEFAULT_LIMIT}, at most {MAX_LIMIT})")
+    return max(1, min(MAX_LIMIT, raw))
 
 
 def _render(row: dict[str, Any], *, full: bool = False) -> str:

@@ -4,15 +4,22 @@ A projection's changes and its checkpoint commit in one transaction, so an
 event is applied exactly once however often catch-up runs, and concurrent
 catch-ups queue on the checkpoint row instead of applying twice. A plain
 component: the API runs it in-process, workers run it from jobs.
+
+A projection that cannot apply an event stops just before it, visibly: the
+fault (projection, position, error) is stored for ``/readyz`` and
+``memoryd status``, and the other projections go on. It moves again once an
+operator supersedes the event (``memoryd events supersede``): the stand-in is
+applied in its place, and the original stays in the log.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import Protocol
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, delete, select, update
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -20,7 +27,8 @@ from events.store import EventStore
 from events.types import RecordedEvent
 from memoryd.db import Database
 from memoryd.domain import utc_timestamp
-from memoryd.schema import projection_checkpoints, projection_gaps
+from memoryd.errors import MemorydError
+from memoryd.schema import projection_checkpoints, projection_faults, projection_gaps
 
 BATCH_SIZE = 500
 POLL_CAP = 0.008  # seconds between checks while waiting for a position
@@ -35,6 +43,29 @@ class Projection(Protocol):
     def apply(self, conn: Connection, recorded: RecordedEvent) -> None: ...
 
     def reset(self, conn: Connection) -> None: ...
+
+
+@dataclass(frozen=True)
+class Fault:
+    """Where a projection stopped: it could not apply the event at ``position``."""
+
+    projection: str
+    position: int
+    event_type: str
+    error: str
+
+    def describe(self) -> str:
+        return f"projection {self.projection} stopped before position {self.position} ({self.event_type}): {self.error}"
+
+
+class ProjectionStopped(MemorydError):
+    """Raised by a rebuild that met an event it cannot apply (and no stand-in for it)."""
+
+    status = 503
+
+    def __init__(self, fault: Fault) -> None:
+        super().__init__(f"{fault.describe()}; supersede it: memoryd events supersede {fault.position} --reason ...")
+        self.fault = fault
 
 
 class Projector:
@@ -72,30 +103,46 @@ class Projector:
             time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 2, POLL_CAP)  # a short cap: workers usually finish within milliseconds
 
+    def faults(self) -> list[Fault]:
+        """Every projection that is stopped on an event, and why."""
+        with self.database.read() as conn:
+            rows = conn.execute(select(projection_faults).order_by(projection_faults.c.projection)).all()
+        return [Fault(row.projection, row.position, row.event_type, row.error) for row in rows]
+
     def rebuild(self, projection: Projection) -> int:
         """Replay the whole log into a fresh copy in one transaction.
 
         Readers keep seeing the old copy until the new one commits, so there is
-        no moment where the read model is empty or half-built.
+        no moment where the read model is empty or half-built. An event it
+        cannot apply (with no stand-in) stops it with ``ProjectionStopped`` and
+        leaves the old copy as it was.
         """
-        with self.database.write() as conn:
-            self._lock_checkpoint(conn, projection.name)
-            projection.reset(conn)
-            position = 0
-            while batch := self.store.read_after(conn, position, BATCH_SIZE):
-                position = self._apply(conn, projection, position, batch)
-            self._save_checkpoint(conn, projection.name, position)
+        try:
+            with self.database.write() as conn:
+                self._lock_checkpoint(conn, projection.name)
+                projection.reset(conn)
+                superseded = self.store.superseded(conn)
+                position = 0
+                while batch := self.store.read_after(conn, position, BATCH_SIZE):
+                    batch = [superseded[e.position].stand_in(e) if e.position in superseded else e for e in batch]
+                    position = self._apply(conn, projection, position, batch)
+                self._save_checkpoint(conn, projection.name, position)
+        except _Failed as failed:
+            raise ProjectionStopped(failed.fault) from failed.__cause__
         log.info("rebuilt projection %s to position %d", projection.name, position)
         return position
 
     def _catch_up(self, projection: Projection) -> int:
         while True:
-            with self.database.write() as conn:
-                position = self._lock_checkpoint(conn, projection.name)
-                batch = self.store.read_after(conn, position, BATCH_SIZE)
-                if batch:
-                    position = self._apply(conn, projection, position, batch)
-                    self._save_checkpoint(conn, projection.name, position)
+            try:
+                with self.database.write() as conn:
+                    position = self._lock_checkpoint(conn, projection.name)
+                    batch = self.store.read_after(conn, position, BATCH_SIZE)
+                    if batch:
+                        position = self._apply(conn, projection, position, batch)
+                        self._save_checkpoint(conn, projection.name, position)
+            except _Failed as failed:  # the batch rolled back: keep what precedes the event, stop before it
+                return self._stop_before(projection, failed.fault)
             # A short batch reached the head. Whatever commits after this read is caught up
             # by the catch-up its own append triggers, so no extra (empty) transaction is spent.
             if len(batch) < BATCH_SIZE:
@@ -105,8 +152,41 @@ class Projector:
         for recorded in batch:
             if recorded.position > position + 1:
                 self._record_gap(conn, projection.name, position + 1, recorded.position)
-            projection.apply(conn, recorded)
+            try:
+                projection.apply(conn, recorded)
+            except Exception as error:
+                raise _Failed(Fault(projection.name, recorded.position, recorded.event_type,
+                                    f"{type(error).__name__}: {error}"[:2000])) from error
             position = recorded.position
+        return position
+
+    def _stop_before(self, projection: Projection, fault: Fault) -> int:
+        """Apply what precedes the failed event, then its stand-in if it has one; else record the fault."""
+        stand_in = None
+        try:
+            with self.database.write() as conn:
+                position = self._lock_checkpoint(conn, projection.name)
+                before = [e for e in self.store.read_after(conn, position, BATCH_SIZE) if e.position < fault.position]
+                position = self._apply(conn, projection, position, before)
+                failed = self.store.read_after(conn, position, 1)
+                if failed and failed[0].position == fault.position:
+                    stand_in = self.store.stand_in(conn, failed[0])
+                if stand_in is not None:
+                    log.warning("projection %s applies the stand-in for the superseded event at %d",
+                                projection.name, fault.position)
+                    position = self._apply(conn, projection, position, [stand_in])
+                self._save_checkpoint(conn, projection.name, position)
+        except _Failed as again:  # the stand-in fails too (or the log changed under us): stop where we were
+            fault, stand_in, position = again.fault, None, self.checkpoint(projection.name)
+        if stand_in is not None:
+            return self._catch_up(projection)
+        log.error("%s", fault.describe())
+        with self.database.write() as conn:
+            insert = postgres_insert if conn.dialect.name == "postgresql" else sqlite_insert
+            values = {"position": fault.position, "event_type": fault.event_type, "error": fault.error,
+                      "recorded_at": utc_timestamp()}
+            conn.execute(insert(projection_faults).values(projection=fault.projection, **values)
+                         .on_conflict_do_update(index_elements=[projection_faults.c.projection], set_=values))
         return position
 
     def _record_gap(self, conn: Connection, name: str, first: int, committed: int) -> None:
@@ -136,3 +216,11 @@ class Projector:
 
     def _save_checkpoint(self, conn: Connection, name: str, position: int) -> None:
         conn.execute(update(projection_checkpoints).where(projection_checkpoints.c.name == name).values(position=position))
+        conn.execute(delete(projection_faults).where(projection_faults.c.projection == name,
+                                                     projection_faults.c.position <= position))
+
+
+class _Failed(Exception):
+    def __init__(self, fault: Fault) -> None:
+        super().__init__(fault.describe())
+        self.fault = fault

@@ -7,6 +7,10 @@ whatever was committed since, so a search always sees every committed write
 (one indexed range read when there is nothing new). A rebuild fills a fresh
 index from the log while the old one keeps serving, catches it up, then swaps
 it in: readers never see an empty or half-built index.
+
+An event the index cannot apply stops it just before that event, visibly
+(``fault``, shown by ``/readyz``); searches keep answering from what it
+holds, and it moves on once the event is superseded.
 """
 
 from __future__ import annotations
@@ -19,12 +23,15 @@ from typing import Any
 from sqlalchemy import Connection, delete, func, insert, select
 
 from events.store import EventStore
+from events.types import RecordedEvent
 from memoryd.domain import utc_timestamp
 from memoryd.schema import search_snapshots
+from projections.projector import Fault, ProjectionStopped
 from projections.queries import MemoryFilter, memories_in_order
 from projections.search_index import Hit, SearchIndex, SnapshotFormatError
 
 PAGE = 2_000
+NAME = "search"
 log = logging.getLogger(__name__)
 Progress = Callable[[int], None]  # called with the number of events just applied
 
@@ -35,6 +42,7 @@ class SearchService:
         self.k1, self.b = k1, b
         self._index: SearchIndex | None = None
         self._following = threading.Lock()  # one catch-up at a time; others wait for it
+        self.fault: Fault | None = None  # where the live index stopped, if it did
 
     def search(self, where: MemoryFilter, query: str, limit: int) -> list[Hit]:
         return self.catch_up().search(where, query, limit)
@@ -44,7 +52,10 @@ class SearchService:
         with self._following:
             if self._index is None:
                 self._index = self._newest_snapshot() or SearchIndex(self.k1, self.b)
-            self._feed(self._index)
+            fault = self._feed(self._index)
+            if fault is not None and fault != self.fault:
+                log.error("%s", fault.describe())
+            self.fault = fault
             return self._index
 
     def warm_up(self) -> threading.Thread:
@@ -81,22 +92,39 @@ class SearchService:
         """Build a fresh index from the whole log, then swap it in once caught up."""
         fresh = SearchIndex(self.k1, self.b)
         with fresh.bulk():
-            self._feed(fresh, progress)  # the live index keeps serving meanwhile
+            fault = self._feed(fresh, progress)  # the live index keeps serving meanwhile
         with self._following:
-            self._feed(fresh, progress)  # what was written during the rebuild
+            fault = fault or self._feed(fresh, progress)  # what was written during the rebuild
+            if fault is not None:
+                raise ProjectionStopped(fault)
             self._index = fresh
+            self.fault = None
         return fresh
 
     def memories(self, conn: Connection, where: MemoryFilter, query: str, limit: int) -> list[dict[str, Any]]:
         """The best matches as table rows, in rank order."""
         return memories_in_order(conn, [hit.memory_id for hit in self.search(where, query, limit)])
 
-    def _feed(self, index: SearchIndex, progress: Progress | None = None) -> None:
+    def _feed(self, index: SearchIndex, progress: Progress | None = None) -> Fault | None:
+        """Apply what the log holds past the index; the fault where it had to stop, if it did."""
         while True:
             with self.store.database.read() as conn:
                 batch = self.store.read_after(conn, index.position, PAGE)
-            index.apply_all(batch)
+            fault = self._apply(index, batch)
             if progress is not None and batch:
                 progress(len(batch))
-            if len(batch) < PAGE:
-                return
+            if fault is not None or len(batch) < PAGE:
+                return fault
+
+    def _apply(self, index: SearchIndex, batch: list[RecordedEvent]) -> Fault | None:
+        """Apply the batch; an event that fails is replaced by its stand-in, or stops the index before it."""
+        for recorded in batch:
+            try:
+                index.apply(recorded)
+            except Exception as error:
+                with self.store.database.read() as conn:
+                    stand_in = self.store.stand_in(conn, recorded)
+                if stand_in is None:
+                    return Fault(NAME, recorded.position, recorded.event_type, f"{type(error).__name__}: {error}")
+                index.apply(stand_in)
+        return None

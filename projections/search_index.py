@@ -638,6 +638,8 @@ class SearchIndex:
     def search(self, where: MemoryFilter, query: str, limit: int) -> list[Hit]:
         """The ``limit`` best memories ``where`` admits: score, then newest, then id."""
         words = Counter(tokenize(query))
+        if where.type and where.type not in TYPE_CODES:
+            return []  # a type no memory can have (admins filter on any string)
         with self._lock:
             visible = self._visible(where)
             type_code = TYPE_CODES[where.type] if where.type else None

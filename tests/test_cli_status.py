@@ -72,8 +72,8 @@ def test_status_json_reports_the_same_as_one_object(built: Any, status: Any) -> 
     assert result.exit_code == 0, result.output
     assert json.loads(result.output) == {
         "head": 2,
-        "projections": {"structured_memories": {"checkpoint": 2, "lag": 0},
-                        "projects": {"checkpoint": 2, "lag": 0}},
+        "projections": {"structured_memories": {"checkpoint": 2, "lag": 0, "stopped": None},
+                        "projects": {"checkpoint": 2, "lag": 0, "stopped": None}},
         "queue": None,
     }
 
@@ -110,14 +110,14 @@ def test_status_with_redis_reports_lag_queue_depth_and_failed_jobs(
     ]
     assert waiting_json == {
         "head": 2,
-        "projections": {"structured_memories": {"checkpoint": 0, "lag": 2},
-                        "projects": {"checkpoint": 0, "lag": 2}},
+        "projections": {"structured_memories": {"checkpoint": 0, "lag": 2, "stopped": None},
+                        "projects": {"checkpoint": 0, "lag": 2, "stopped": None}},
         "queue": {"name": queue_name, "depth": 2, "failed_jobs": 0},
     }
     assert done == {
         "head": 2,
-        "projections": {"structured_memories": {"checkpoint": 2, "lag": 0},
-                        "projects": {"checkpoint": 2, "lag": 0}},
+        "projections": {"structured_memories": {"checkpoint": 2, "lag": 0, "stopped": None},
+                        "projects": {"checkpoint": 2, "lag": 0, "stopped": None}},
         "queue": {"name": queue_name, "depth": 0, "failed_jobs": 1},
     }
     assert done_text.output.splitlines()[-1] == f"queue {queue_name}: 0 waiting, 1 failed"

@@ -16,7 +16,9 @@ import pytest
 
 import projections.projector as projector_module
 from api.app import create_app
+from events.types import EventMetadata, MemorySaved, memory_stream_id
 from memoryd.bootstrap import Services
+from memoryd.domain import Memory
 from tests.conftest import _caller_factory
 from workers import jobs
 
@@ -143,7 +145,7 @@ def test_a_read_at_or_below_the_checkpoint_answers_at_once(alice: Caller, admin:
 
 
 @pytest.mark.parametrize("how", ["header", "parameter"])
-def test_a_read_above_the_head_answers_503_naming_the_position_reached(built: Any, how: str) -> None:
+def test_a_read_beyond_the_head_of_the_log_is_a_400_at_once_naming_the_head(built: Any, how: str) -> None:
     services = built(read_wait_ms=50)
     admin = admin_of(services)
     head = int(admin.save("a").headers["X-Memory-Position"])
@@ -161,15 +163,16 @@ def test_a_read_above_the_head_answers_503_naming_the_position_reached(built: An
     ]
 
     for answer in answers:
-        assert answer.status_code == 503
-        assert set(answer.json) == {"error"}
-        assert f"position {head}" in answer.json["error"]
-        assert str(wanted) in answer.json["error"]
+        assert answer.status_code == 400
+        assert answer.json == {"error": f"min_position {wanted} is beyond the head of the log ({head}); "
+                                        "use a position a write answered in X-Memory-Position"}
 
 
 def test_a_read_past_the_bound_waits_about_as_long_as_configured(built: Any) -> None:
     services = built(read_wait_ms=300)
     alice = admin_of(services)
+    unprojected = Memory("m-1", "a", "d", "general", "global", "", "c", "2026-01-01T00:00:00", "2026-01-01T00:00:00")
+    services.store.append(memory_stream_id("a", "global", ""), 0, [MemorySaved(unprojected)], EventMetadata())
 
     started = time.monotonic()
     response = alice.get(MEMORIES, headers={"X-Min-Position": "1"})

@@ -151,7 +151,7 @@ def test_limits_are_capped_not_rejected_and_content_follows_max_content(world):
         tool.save(f"m{index}", "alpha")
     assert len(tool("list", limit=500)["memories"]) == 50
     assert len(tool("search", query="alpha", limit=0)["memories"]) == 1
-    assert tool("list", limit="many")["error"] == "limit must be an integer"
+    assert tool("list", limit="many")["error"] == "'limit' must be a whole number such as 10 (default 20, at most 50)"
     assert tool.save("big", "x" * 32_769)["error"] == "content exceeds 32768 character limit"
 
 
