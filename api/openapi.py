@@ -16,18 +16,33 @@ _ERRORS = {
     "401": "Missing or invalid token",
     "403": "Token lacks the scope, permission or ownership needed",
     "404": "Not found",
+    "405": "Method not allowed on this path",
+    "409": "Idempotency-Key reused for another request or still in use; a concurrent write won",
+    "413": "Request body too large",
     "500": "Storage failure",
+    "503": "The read model has not reached X-Min-Position, or a projection is stopped",
 }
+_IDEMPOTENCY_KEY = {"in": "header", "name": "Idempotency-Key", "required": False,
+                    "description": "1 to 255 printable ASCII characters; a retry with it replays the first answer",
+                    "schema": {"type": "string", "minLength": 1, "maxLength": 255}}
+_MIN_POSITION = {"in": "header", "name": "X-Min-Position", "required": False,
+                 "description": "wait (bounded) until the read model has reached this log position",
+                 "schema": {"type": "string", "pattern": "^[0-9]{1,18}$"}}
 
 
 def _operation(summary: str, ok: type[Schema], *, query: type[Schema] | None = None, body: type[Schema] | None = None,
-               path: tuple[str, ...] = (), created: bool = False) -> dict[str, Any]:
+               path: tuple[str, ...] = (), created: bool = False, idempotent: bool = False,
+               waits: bool = False) -> dict[str, Any]:
     operation: dict[str, Any] = {
         "summary": summary,
         "security": [{"bearer": []}],
         "parameters": [{"in": "path", "name": name, "required": True, "schema": {"type": "string"}} for name in path],
         "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": ok}}}},
     }
+    if idempotent:
+        operation["parameters"].append(_IDEMPOTENCY_KEY)
+    if waits:
+        operation["parameters"].append(_MIN_POSITION)
     if query is not None:
         operation["parameters"].append({"in": "query", "schema": query})
     if body is not None:
@@ -45,26 +60,29 @@ def build_openapi() -> dict[str, Any]:
     spec.components.schema("Error", schema=schemas.ErrorSchema)
     spec.path("/v1/api/memories", operations={
         "get": _operation("List memories (global plus your user scope, or one scope)", schemas.MemoryListSchema,
-                          query=schemas.ListMemoriesQuery),
+                          query=schemas.ListMemoriesQuery, waits=True),
         "post": _operation("Save or upsert a memory (201 created, 200 updated)", schemas.MemorySchema,
-                           body=schemas.SaveMemoryRequest, created=True),
+                           body=schemas.SaveMemoryRequest, created=True, idempotent=True),
     })
     spec.path("/v1/api/memories/search", operations={
-        "post": _operation("Search memories by BM25 relevance", schemas.MemoryListSchema, body=schemas.SearchMemoriesRequest),
+        "post": _operation("Search memories by BM25 relevance", schemas.MemoryListSchema, body=schemas.SearchMemoriesRequest,
+                           waits=True),
     })
     spec.path("/v1/api/memories/{name}", operations={
         "delete": _operation("Delete a memory by name and scope", schemas.DeletedSchema, query=schemas.DeleteMemoryQuery,
-                             path=("name",)),
+                             path=("name",), idempotent=True),
     })
     spec.path("/v1/api/admin/memories", operations={
-        "get": _operation("List memories across every scope", schemas.MemoryListSchema, query=schemas.AdminListQuery),
+        "get": _operation("List memories across every scope", schemas.MemoryListSchema, query=schemas.AdminListQuery,
+                          waits=True),
     })
     spec.path("/v1/api/admin/memories/search", operations={
-        "get": _operation("Search memories across every scope", schemas.MemoryListSchema, query=schemas.AdminSearchQuery),
+        "get": _operation("Search memories across every scope", schemas.MemoryListSchema, query=schemas.AdminSearchQuery,
+                          waits=True),
     })
     spec.path("/v1/api/admin/memories/{memory_id}", operations={
-        "get": _operation("Get one memory by id", schemas.MemorySchema, path=("memory_id",)),
-        "delete": _operation("Delete one memory by id", schemas.StatusSchema, path=("memory_id",)),
+        "get": _operation("Get one memory by id", schemas.MemorySchema, path=("memory_id",), waits=True),
+        "delete": _operation("Delete one memory by id", schemas.StatusSchema, path=("memory_id",), idempotent=True),
     })
     spec.path("/v1/api/admin/audit", operations={
         "get": _operation("Audit records of saves, updates and deletes, from the log", schemas.AuditPageSchema,
@@ -72,33 +90,35 @@ def build_openapi() -> dict[str, Any]:
     })
     spec.path("/v1/api/admin/projects", operations={
         "post": _operation("Create a project (201)", schemas.ProjectSchema, body=schemas.CreateProjectRequest,
-                           created=True),
+                           created=True, idempotent=True),
     })
     spec.path("/v1/api/admin/projects/{project_id}", operations={
         "get": _operation("Get a project", schemas.ProjectSchema, path=("project_id",)),
         "delete": _operation("Delete a project and every memory in its scope", schemas.DeletedProjectSchema,
-                             path=("project_id",)),
+                             path=("project_id",), idempotent=True),
     })
     spec.path("/v1/api/admin/projects/{project_id}/members/{user_id}", operations={
         "put": _operation("Grant or change a member's access", schemas.ProjectSchema, body=schemas.GrantAccessRequest,
                           path=("project_id", "user_id")),
-        "delete": _operation("Revoke a member's access", schemas.ProjectSchema, path=("project_id", "user_id")),
+        "delete": _operation("Revoke a member's access", schemas.ProjectSchema, path=("project_id", "user_id"),
+                             idempotent=True),
     })
     for action in ("archive", "reactivate"):
         spec.path(f"/v1/api/admin/projects/{{project_id}}/{action}", operations={
-            "post": _operation(f"{action.capitalize()} a project", schemas.ProjectSchema, path=("project_id",)),
+            "post": _operation(f"{action.capitalize()} a project", schemas.ProjectSchema, path=("project_id",),
+                               idempotent=True),
         })
     spec.path("/v1/api/sessions", operations={
         "post": _operation("Open an agent session (service token or admin); returns its token", schemas.SessionSchema,
-                           body=schemas.CreateSessionRequest, created=True),
+                           body=schemas.CreateSessionRequest, created=True, idempotent=True),
     })
     spec.path("/v1/api/sessions/{session_id}/memory", operations={
         "post": _operation("Run one memory tool call with the session's own token", schemas.ToolResultSchema,
-                           body=schemas.ToolCallSchema, path=("session_id",)),
+                           body=schemas.ToolCallSchema, path=("session_id",), idempotent=True),
     })
     spec.path("/v1/api/admin/workstreams", operations={
         "post": _operation("Create a workstream", schemas.WorkstreamSchema, body=schemas.CreateWorkstreamRequest,
-                           created=True),
+                           created=True, idempotent=True),
     })
     spec.path("/v1/api/admin/workstreams/{workstream_id}", operations={
         "patch": _operation("Attach or detach a project, or change the persona's memory lever",
