@@ -28,7 +28,7 @@ from memoryd.text import checked_text
 access_log = logging.getLogger("memoryd.access")
 error_log = logging.getLogger("memoryd.errors")
 REQUEST_ID_HEADER = "X-Request-Id"
-REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")  # a client's id is kept only in this form
+REQUEST_ID = re.compile(r"[A-Za-z0-9][\w.:-]{0,127}", re.ASCII)  # a client's id is kept only in this form
 STORAGE_FAILURES = {  # what a failed write says; reads say "Memory storage unavailable"
     "memories.save": "Failed to save memory",
     "memories.delete": "Failed to delete memory",
