@@ -26,10 +26,11 @@ def readyz() -> tuple[Response, int]:
         head = services().store.head_position()
         lag = {p.name: head - services().projector.checkpoint(p.name) for p in services().projector.projections}
         faults = services().projector.faults()
+        search_fault = services().search.current_fault()
     except SQLAlchemyError as error:
         return jsonify({"status": "unavailable", "error": f"database unreachable: {type(error).__name__}"}), 503
-    if services().search.fault is not None:
-        faults.append(services().search.fault)
+    if search_fault is not None:
+        faults.append(search_fault)
     limit = services().config.server.ready_max_lag
     body: dict[str, object] = {"status": "ready", "head": head, "lag": lag, "max_lag": limit}
     if faults:

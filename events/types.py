@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from memoryd.domain import Memory
 from memoryd.projects import Project
 
+MEMORY_EVENTS, PROJECT_EVENTS = "memory.", "project."  # the prefixes of each family's event types
 MEMORY_SAVED = "memory.save"
 MEMORY_UPDATED = "memory.update"
 MEMORY_DELETED = "memory.delete"

@@ -44,6 +44,7 @@ def _config() -> Config:
 
 def _services(*, prepare: bool = True) -> Services:
     services = build_services(_config())
+    click.get_current_context().call_on_close(services.database.dispose)
     if prepare:
         migrate.ensure_ready(services.database)
     return services

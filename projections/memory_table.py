@@ -14,7 +14,7 @@ from sqlalchemy import Connection, Executable, delete
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from events.types import MemoryDeleted, MemoryEvent, RecordedEvent
+from events.types import MEMORY_EVENTS, MemoryDeleted, MemoryEvent, RecordedEvent
 from memoryd.schema import structured_memories
 
 _REWRITTEN_ON_UPDATE = ("name", "description", "type", "scope", "scope_id", "content", "created", "updated", "last_accessed")
@@ -27,6 +27,8 @@ class MemoryTableProjection:
         self._upserts: dict[str, Executable] = {}
 
     def apply(self, conn: Connection, recorded: RecordedEvent) -> None:
+        if not recorded.event_type.startswith(MEMORY_EVENTS):
+            return  # another family's event: not decoded, so its trouble is not this projection's
         event = recorded.to_domain()
         if not isinstance(event, MemoryEvent):
             return

@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select
 
-from events.types import ProjectDeleted, ProjectEvent, RecordedEvent
+from events.types import PROJECT_EVENTS, ProjectDeleted, ProjectEvent, RecordedEvent
 from memoryd.projects import Project
 from memoryd.schema import project_members, projects
 
@@ -19,6 +19,8 @@ class ProjectTablesProjection:
     name = "projects"
 
     def apply(self, conn: Connection, recorded: RecordedEvent) -> None:
+        if not recorded.event_type.startswith(PROJECT_EVENTS):
+            return  # another family's event: not decoded, so its trouble is not this projection's
         event = recorded.to_domain()
         if not isinstance(event, ProjectEvent):
             return

@@ -58,6 +58,12 @@ class SearchService:
             self.fault = fault
             return self._index
 
+    def current_fault(self) -> Fault | None:
+        """Where the live index is stopped now (it first tries to follow the log); None if not loaded yet."""
+        if self._index is not None:
+            self.catch_up()
+        return self.fault
+
     def warm_up(self) -> threading.Thread:
         """Load or build the index in the background, so the first search need not wait."""
         thread = threading.Thread(target=self.catch_up, name="memoryd-search-warm-up", daemon=True)

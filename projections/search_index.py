@@ -48,7 +48,7 @@ from itertools import count
 
 import numpy as np
 
-from events.types import MemoryDeleted, MemoryEvent, RecordedEvent
+from events.types import MEMORY_EVENTS, MemoryDeleted, MemoryEvent, RecordedEvent
 from memoryd.domain import MEMORY_TYPES, Memory
 from projections.queries import MemoryFilter
 from projections.ranking import K1, B, idf, tokenize
@@ -361,7 +361,7 @@ class SearchIndex:
         with self._lock:
             if recorded.position <= self.position:
                 return
-            event = recorded.to_domain()
+            event = recorded.to_domain() if recorded.event_type.startswith(MEMORY_EVENTS) else None
             if isinstance(event, MemoryEvent):
                 self._remove(event.memory.memory_id)
                 if not isinstance(event, MemoryDeleted):

@@ -1,0 +1,158 @@
+"""An event no projection can apply stops them visibly, and an operator's supersede moves them on.
+
+The events are planted straight into the log, past every check at the
+boundary, as a bug or a hand-edited database would leave them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import insert, select
+
+from api.app import create_app
+from memoryd.bootstrap import Services
+from memoryd.cli import main
+from memoryd.schema import events
+from tests.conftest import Caller, _caller_factory, make_services
+from tests.helpers import rebuild_equals_live, table_rows
+
+MEMORIES = "/v1/api/memories"
+
+
+def plant(services: Services, name: str, memory: dict[str, Any]) -> int:
+    """A memory.save event written directly into the log; returns its position."""
+    with services.database.write() as conn:
+        return int(conn.execute(insert(events).returning(events.c.position).values(
+            stream_id=f'memory:["global","",{json.dumps(name)}]', stream_version=1, event_type="memory.save",
+            schema_version=1, payload={"memory": memory}, meta={"actor_user_id": "intruder"},
+            recorded_at="2026-12-01T00:00:00.000000Z")).scalar_one())
+
+
+def a_memory(name: str, **fields: str) -> dict[str, str]:
+    return {"memory_id": f"id-{name}", "name": name, "description": "planted", "type": "general", "scope": "global",
+            "scope_id": "", "content": "planted content", "created": "2026-12-01T00:00:00",
+            "updated": "2026-12-01T00:00:00", **fields}
+
+
+@pytest.fixture
+def stack(database_url: str) -> Iterator[tuple[Services, Caller, Any]]:
+    """Services on each backend, an admin caller, and a CLI runner on the same database."""
+    services = make_services(database_url)
+    admin = _caller_factory(create_app(services.config, services), services)("read,write", ("admin.memories",))
+    runner = CliRunner()
+
+    def cli(*args: str, input: str | None = None) -> Any:
+        return runner.invoke(main, list(args), env={"MEMORYD_DATABASE_URL": database_url}, input=input)
+
+    yield services, admin, cli
+    services.database.dispose()
+
+
+def names(caller: Caller) -> list[str]:
+    return sorted(row["name"] for row in caller.get(MEMORIES, query_string={"limit": 200}).json["memories"])
+
+
+def test_a_malformed_event_stops_its_projections_visibly_and_a_supersede_moves_them_on(stack: Any, tmp_path: Any
+                                                                                        ) -> None:
+    services, admin, cli = stack
+    admin.save("before")
+    planted = a_memory("planted")
+    del planted["content"]
+    position = plant(services, "planted", planted)
+
+    after = admin.save("after")  # its catch-up meets the planted event first
+    project = admin.post("/v1/api/admin/projects", json={"name": "p", "owner": admin.user_id})
+    searched = admin.post(f"{MEMORIES}/search", json={"query": "before"})
+    ready = admin.client.get("/readyz")
+    status = cli("status", "--json")
+
+    assert after.status_code == 201
+    assert after.headers["X-Projection-Pending"] == "true"
+    assert after.headers["X-Projection-Stopped"] == f"structured_memories at position {position}"
+    assert names(admin) == ["before"]
+    assert project.status_code == 201  # the projects read model goes on: not its event's family
+    assert admin.get(f"/v1/api/admin/projects/{project.json['project_id']}").status_code == 200
+    assert searched.status_code == 200 and [m["name"] for m in searched.json["memories"]] == ["before"]
+    assert ready.status_code == 503 and ready.json["status"] == "stopped"
+    for stopped in ("structured_memories", "search"):
+        assert ready.json["stopped"][stopped]["position"] == position
+        assert "malformed: KeyError: 'content'" in ready.json["stopped"][stopped]["error"]
+    assert json.loads(status.output)["projections"]["structured_memories"]["stopped"]["position"] == position
+    assert "STOPPED: projection structured_memories stopped before position" in cli("status").output
+    rebuild = cli("projections", "rebuild", "table")
+    assert rebuild.exit_code == 1 and f"memoryd events supersede {position}" in rebuild.output
+    assert names(admin) == ["before"]  # the failed rebuild left the read model as it was
+
+    replacement = tmp_path / "replacement.json"
+    replacement.write_text(json.dumps({"event_type": "memory.save", "payload": {"memory": a_memory("planted")}}))
+    superseded = cli("events", "supersede", str(position), "--reason", "restored from the backup",
+                     "--replacement", str(replacement))
+
+    assert superseded.exit_code == 0, superseded.output
+    assert names(admin) == ["after", "before", "planted"]
+    assert admin.client.get("/readyz").status_code == 200
+    assert services.projector.faults() == []
+    found = admin.post(f"{MEMORIES}/search", json={"query": "planted"}).json["memories"]
+    assert [m["name"] for m in found] == ["planted"]
+    assert services.store.event_at(position).payload == {"memory": planted}  # the original is kept, untouched
+    audit = admin.get("/v1/api/admin/audit", query_string={"action": "event.supersede"}).json["records"]
+    assert [(record["surface"], record["action"]) for record in audit] == [("cli", "event.supersede")]
+    assert rebuild_equals_live(services)
+    assert cli("projections", "rebuild", "search").exit_code == 0
+
+
+def test_only_an_event_a_projection_is_stopped_on_can_be_superseded(stack: Any) -> None:
+    services, admin, cli = stack
+    position = int(admin.save("fine").headers["X-Memory-Position"])
+
+    refused = cli("events", "supersede", str(position), "--reason", "why not")
+
+    assert refused.exit_code == 1
+    assert f"no projection is stopped on the event at position {position}" in refused.output
+    assert services.store.head_position() == position
+
+
+def test_unstorable_text_planted_in_the_log_is_repaired_by_a_supersede(built: Any) -> None:
+    services = built()  # SQLite: PostgreSQL's JSONB cannot even hold a lone surrogate
+    admin = _caller_factory(create_app(services.config, services), services)("read,write", ("admin.memories",))
+    position = plant(services, "poisoned", a_memory("poisoned", content="abc \ud800 def"))
+    services.projector.catch_up()
+    [fault] = services.projector.faults()
+    assert (fault.projection, fault.position) == ("structured_memories", position)
+    assert "UnicodeEncodeError" in fault.error
+
+    result = CliRunner().invoke(main, ["events", "supersede", str(position), "--reason", "lone surrogate"],
+                                env={"MEMORYD_DATABASE_URL": str(services.database.url)})
+
+    assert result.exit_code == 0, result.output
+    [row] = table_rows(services)
+    assert row["content"] == "abc \ufffd def"
+    assert services.projector.faults() == []
+    again = CliRunner().invoke(main, ["events", "supersede", str(position), "--reason", "twice"],
+                               env={"MEMORYD_DATABASE_URL": str(services.database.url)})
+    assert again.exit_code == 1 and "no projection is stopped" in again.output
+    assert admin.client.get("/readyz").status_code == 200
+
+
+def test_a_replacement_must_decode_and_belong_to_the_original_stream(stack: Any, tmp_path: Any) -> None:
+    services, admin, cli = stack
+    position = plant(services, "planted", {"memory": "garbage"})
+    admin.save("trigger")
+    wrong = [
+        ({"event_type": "memory.save", "payload": {"memory": a_memory("elsewhere")}}, "belongs to stream"),
+        ({"event_type": "memory.save", "payload": {}}, "the replacement does not decode"),
+        ({"event_type": "event.supersede", "payload": {}}, "unknown replacement event type"),
+        ({"payload": {}}, 'the replacement must be {"event_type"'),
+    ]
+    for number, (replacement, message) in enumerate(wrong):
+        path = tmp_path / f"wrong{number}.json"
+        path.write_text(json.dumps(replacement))
+        result = cli("events", "supersede", str(position), "--reason", "r", "--replacement", str(path))
+        assert result.exit_code == 1 and message in result.output, result.output
+    with services.database.read() as conn:
+        assert conn.execute(select(events.c.event_type).where(events.c.event_type == "event.supersede")).all() == []
