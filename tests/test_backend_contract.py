@@ -1,0 +1,122 @@
+"""The dialect-specific storage paths, written once and run on SQLite and on the real PostgreSQL.
+
+Each of these differs by backend in the SQL it sends: upserts (``ON CONFLICT``),
+JSON paths into event payloads, binary blobs, timestamp comparisons, nullable
+columns. The same assertions hold on both.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import select, update
+
+from commands.model import SaveMemory
+from events.idempotency import IdempotencyClaim
+from events.types import EventMetadata, MemorySaved, memory_stream_id
+from memoryd.bootstrap import Services
+from memoryd.domain import Memory, Namespace, utc_timestamp
+from memoryd.schema import idempotency_keys, memory_access
+from memoryd.tool import MemoryTool
+from projections.project_tables import get_project
+from projections.queries import MemoryFilter
+from projections.search import SearchService
+from tests.helpers import rebuild_equals_live
+
+
+def saved(services: Services, name: str, content: str = "alpha beta", scope: str = "global", scope_id: str = "") -> Any:
+    command = SaveMemory.validated(name=name, content=content, description="d", type=None, max_content=1000,
+                                   resolve_namespace=lambda: Namespace(scope, scope_id))
+    return services.bus.handle(command, EventMetadata(surface="cli"))
+
+
+def test_tool_reads_are_counted_beside_the_log(any_services: Services) -> None:
+    user = any_services.directory.create_user("u")
+    session, _ = any_services.sessions.create("interactive", any_services.directory.create_workstream(user, "w"), user)
+    tool = MemoryTool(any_services)
+    tool.run(session, {"action": "save", "name": "note", "content": "alpha", "description": "d"})
+
+    first = tool.run(session, {"action": "get", "name": "note"})
+    second = tool.run(session, {"action": "search", "query": "alpha"})
+
+    assert first.memory is not None and first.memory["access_count"] == 1
+    assert second.memories is not None and second.memories[0]["access_count"] == 2
+    with any_services.database.read() as conn:
+        assert conn.execute(select(memory_access.c.access_count)).scalars().all() == [2]
+
+
+def test_a_search_snapshot_round_trips_through_the_database(any_services: Services) -> None:
+    for index in range(30):
+        saved(any_services, f"note{index}", f"alpha {'beta ' * index}")
+    everything = MemoryFilter()
+    expected = any_services.search.search(everything, "beta", 10)
+
+    position = any_services.search.save_snapshot()
+    restarted = SearchService(any_services.store, any_services.config.search.k1, any_services.config.search.b)
+
+    assert position == any_services.store.head_position()
+    assert restarted.snapshot_position() == position
+    assert restarted.search(everything, "beta", 10) == expected
+
+
+def test_the_project_tables_follow_the_log_and_rebuild_equal(any_services: Services) -> None:
+    from commands.projects import CreateProject, GrantProjectAccess
+
+    owner, member = (any_services.directory.create_user(name) for name in ("owner", "member"))
+    created = any_services.bus.handle(CreateProject("p", owner), EventMetadata(surface="cli"))
+    any_services.bus.handle(GrantProjectAccess(created.project.project_id, member, "read"), EventMetadata())
+
+    with any_services.database.read() as conn:
+        live = get_project(conn, created.project.project_id)
+    any_services.projector.rebuild(any_services.projector.projections[1])
+    with any_services.database.read() as conn:
+        rebuilt = get_project(conn, created.project.project_id)
+
+    assert live is not None and dict(live.members) == {member: "read"}
+    assert rebuilt == live
+
+
+def test_the_locator_finds_memories_in_the_read_model_and_in_the_unprojected_tail(any_services: Services) -> None:
+    projected = saved(any_services, "projected", scope="project", scope_id="p1")
+    tail = Memory("tail-id", "tail", "d", "general", "project", "p1", "c", utc_timestamp(), utc_timestamp())
+    any_services.store.append(memory_stream_id("tail", "project", "p1"), 0, [MemorySaved(tail)], EventMetadata())
+    locator = any_services.bus.deps.locator
+
+    assert locator.identity_of(projected.memory.memory_id) == ("projected", Namespace("project", "p1"))
+    assert locator.identity_of("tail-id") == ("tail", Namespace("project", "p1"))
+    assert locator.identity_of("nobody") is None
+    assert locator.names_in(Namespace("project", "p1")) == ["projected", "tail"]
+    any_services.projector.catch_up()  # now the read model holds the tail too
+    assert locator.identity_of("tail-id") == ("tail", Namespace("project", "p1"))
+    assert locator.names_in(Namespace("project", "p1")) == ["projected", "tail"]
+    assert rebuild_equals_live(any_services)
+
+
+def test_idempotency_keys_expire_after_the_window(any_services: Services) -> None:
+    keys = any_services.idempotency
+    claim = IdempotencyClaim("user-1", "key-1", "fingerprint")
+    assert keys.take(claim) is None
+    keys.remember(claim, 201, {"ok": True})
+    held = keys.take(IdempotencyClaim("user-1", "key-1", "fingerprint"))
+    assert held is not None and (held.status, held.response) == (201, {"ok": True})
+
+    expired = utc_timestamp(dt.datetime.now(dt.timezone.utc) - keys.window - dt.timedelta(minutes=1))
+    with any_services.database.write() as conn:
+        conn.execute(update(idempotency_keys).values(created=expired))
+
+    assert keys.find("user-1", "key-1") is None
+    assert keys.purge_expired() == 1
+    assert keys.take(IdempotencyClaim("user-1", "key-1", "another request")) is None  # the key is free again
+
+
+def test_sessions_are_found_by_id_and_by_their_own_token_only(any_services: Services) -> None:
+    user = any_services.directory.create_user("u")
+    workstream = any_services.directory.create_workstream(user, "w")
+    session, token = any_services.sessions.create("coordinator", workstream, user)
+    child, _ = any_services.sessions.create("interactive", workstream, parent_session_id=session.session_id)
+
+    assert any_services.sessions.get(session.session_id) == session
+    assert any_services.sessions.by_token(token) == session
+    assert any_services.sessions.by_token(token + "x") is None
+    assert (child.user_id, child.parent_session_id) == (user, session.session_id)
