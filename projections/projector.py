@@ -142,7 +142,10 @@ class Projector:
                         position = self._apply(conn, projection, position, batch)
                         self._save_checkpoint(conn, projection.name, position)
             except _Failed as failed:  # the batch rolled back: keep what precedes the event, stop before it
-                return self._stop_before(projection, failed.fault)
+                position, moved_on = self._stop_before(projection, failed.fault)
+                if moved_on:  # the event was superseded and its stand-in applied
+                    continue
+                return position
             # A short batch reached the head. Whatever commits after this read is caught up
             # by the catch-up its own append triggers, so no extra (empty) transaction is spent.
             if len(batch) < BATCH_SIZE:
@@ -160,8 +163,8 @@ class Projector:
             position = recorded.position
         return position
 
-    def _stop_before(self, projection: Projection, fault: Fault) -> int:
-        """Apply what precedes the failed event, then its stand-in if it has one; else record the fault."""
+    def _stop_before(self, projection: Projection, fault: Fault) -> tuple[int, bool]:
+        """Apply what precedes the failed event, then its stand-in if it has one (True); else record the fault."""
         stand_in = None
         try:
             with self.database.write() as conn:
@@ -179,7 +182,7 @@ class Projector:
         except _Failed as again:  # the stand-in fails too (or the log changed under us): stop where we were
             fault, stand_in, position = again.fault, None, self.checkpoint(projection.name)
         if stand_in is not None:
-            return self._catch_up(projection)
+            return position, True
         log.error("%s", fault.describe())
         with self.database.write() as conn:
             insert = postgres_insert if conn.dialect.name == "postgresql" else sqlite_insert
@@ -187,7 +190,7 @@ class Projector:
                       "recorded_at": utc_timestamp()}
             conn.execute(insert(projection_faults).values(projection=fault.projection, **values)
                          .on_conflict_do_update(index_elements=[projection_faults.c.projection], set_=values))
-        return position
+        return position, False
 
     def _record_gap(self, conn: Connection, name: str, first: int, committed: int) -> None:
         """Note positions passed without an event, once per projection and gap.
