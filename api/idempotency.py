@@ -3,8 +3,9 @@
 The key is claimed before the request runs, so concurrent retries of one
 request wait (bounded) for the first attempt's answer and replay it instead
 of deciding for themselves. A write's key records its event's position in
-the transaction that appends it, so a request either happened completely
-(event and key) or not at all. A retry with the same key and request replays
+the transaction that appends it (a route that creates a resource without an
+event stores its answer in the transaction that creates it), so a request
+either happened completely (its change and its key) or not at all. A retry with the same key and request replays
 the stored status and body; with another request it is a 409. A request that
 failed without writing (400, 404, ...) gives the key back: its retry runs
 again. A claim whose attempt died before writing is taken over once it is
@@ -22,6 +23,7 @@ from functools import wraps
 from typing import Any, TypeVar, cast
 
 from flask import Response, g, jsonify, request
+from sqlalchemy import Connection
 
 from api.context import NestedTooDeep, caller, parse_json, services
 from events.idempotency import IdempotencyClaim, IdempotencyKeyTaken, StoredOutcome
@@ -66,6 +68,13 @@ def idempotent(rebuild: Rebuild | None = None) -> Callable[[F], F]:
         return cast(F, once)
 
     return decorate
+
+
+def answered_within(conn: Connection, status: int, body: Any) -> None:
+    """Store the request's answer in the transaction that creates its resource (routes with no event)."""
+    claim = g.get("idempotency_claim")
+    if claim is not None:
+        services().idempotency.answer(conn, claim, status, body)
 
 
 def _claim_or_holder(claim: IdempotencyClaim) -> StoredOutcome | None:

@@ -15,7 +15,7 @@ from typing import Any, TypeVar, cast
 from flask import Blueprint, Response, g, jsonify
 
 from api.context import authorized, bearer_token, json_object, services
-from api.idempotency import idempotent
+from api.idempotency import answered_within, idempotent
 from api.responses import respond
 from api.schemas import (
     CreateSessionRequest,
@@ -27,6 +27,7 @@ from api.schemas import (
 )
 from commands.projects import live_project
 from memoryd.errors import Forbidden, NotFound, Unauthorized, ValidationError
+from memoryd.directory import Workstream
 from memoryd.sessions import Session
 from memoryd.tool import MemoryTool, ToolResult
 
@@ -57,11 +58,16 @@ def session_authorized(view: F) -> F:
 @idempotent()
 def open_session() -> tuple[Response, int]:
     body = load(CreateSessionRequest(), json_object())
-    session, token = services().sessions.create(body["kind"], body["workstream_id"], body["user_id"] or "",
-                                                body["parent_session_id"] or "")
-    workstream = services().directory.workstream(session.workstream_id)
-    return respond(SessionSchema(), _session_body(session) | {
-        "token": token, "project_id": workstream.project_id if workstream else None}, 201)
+    workstream = services().directory.workstream(body["workstream_id"])  # the session checks that it exists
+    project_id = workstream.project_id if workstream else None
+
+    def answer(session: Session, token: str) -> dict[str, Any]:
+        return SessionSchema().dump(_session_body(session) | {"token": token, "project_id": project_id})
+
+    session, token = services().sessions.create(
+        body["kind"], body["workstream_id"], body["user_id"] or "", body["parent_session_id"] or "",
+        within=lambda conn, created, token: answered_within(conn, 201, answer(created, token)))
+    return jsonify(answer(session, token)), 201
 
 
 @blueprint.post("/v1/api/sessions/<session_id>/memory")
@@ -81,8 +87,9 @@ def create_workstream() -> tuple[Response, int]:
     if not services().directory.user_exists(owner):
         raise NotFound(f"user not found: {owner}")
     workstream_id = services().directory.create_workstream(
-        owner, body["name"], _existing_project(body["project_id"]), _persona_memory(body["persona"], True))
-    return respond(WorkstreamSchema(), _workstream_body(workstream_id), 201)
+        owner, body["name"], _existing_project(body["project_id"]), _persona_memory(body["persona"], True),
+        within=lambda conn, created: answered_within(conn, 201, WorkstreamSchema().dump(_workstream_body(created))))
+    return respond(WorkstreamSchema(), _workstream_body(_found_workstream(workstream_id)), 201)
 
 
 @blueprint.patch("/v1/api/admin/workstreams/<workstream_id>")
@@ -95,8 +102,7 @@ def change_workstream(workstream_id: str) -> tuple[Response, int]:
         changes["project_id"] = _existing_project(body["project_id"])
     if "persona" in raw:
         changes["persona_memory"] = _persona_memory(body["persona"], True)
-    services().directory.change_workstream(workstream_id, changes)
-    return respond(WorkstreamSchema(), _workstream_body(workstream_id))
+    return respond(WorkstreamSchema(), _workstream_body(services().directory.change_workstream(workstream_id, changes)))
 
 
 def _tool_answer(result: ToolResult) -> tuple[Response, int]:
@@ -133,9 +139,13 @@ def _session_body(session: Session) -> dict[str, Any]:
             "workstream_id": session.workstream_id, "parent_session_id": session.parent_session_id or None}
 
 
-def _workstream_body(workstream_id: str) -> dict[str, Any]:
+def _found_workstream(workstream_id: str) -> Workstream:
     workstream = services().directory.workstream(workstream_id)
     if workstream is None:
         raise NotFound("Workstream not found")
+    return workstream
+
+
+def _workstream_body(workstream: Workstream) -> dict[str, Any]:
     return {"workstream_id": workstream.workstream_id, "name": workstream.name, "owner": workstream.owner_user_id,
             "project_id": workstream.project_id, "persona": {"memory": workstream.persona_memory}}

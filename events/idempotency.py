@@ -86,6 +86,14 @@ class IdempotencyKeys:
         if recorded.rowcount != 1:
             raise IdempotencyKeyTaken(claim.key)
 
+    def answer(self, conn: Connection, claim: IdempotencyClaim, status: int, response: Any) -> None:
+        """Inside the transaction that creates a resource (no event): store the answer under this claim, or raise."""
+        stored = conn.execute(update(keys).where(
+            keys.c.user_id == claim.user_id, keys.c.key == claim.key, keys.c.attempt == claim.attempt,
+        ).values(status=status, response=response))
+        if stored.rowcount != 1:
+            raise IdempotencyKeyTaken(claim.key)
+
     def remember(self, claim: IdempotencyClaim, status: int, response: Any) -> None:
         with self.database.write() as conn:
             conn.execute(update(keys).where(keys.c.user_id == claim.user_id, keys.c.key == claim.key,

@@ -13,7 +13,9 @@ import secrets
 import uuid
 from dataclasses import dataclass
 
-from sqlalchemy import insert, select, update
+from collections.abc import Callable
+
+from sqlalchemy import Connection, insert, select, update
 
 from memoryd.db import Database
 from memoryd.domain import utc_timestamp
@@ -50,6 +52,9 @@ class Workstream:
     owner_user_id: str | None
     project_id: str | None = None  # the attached project
     persona_memory: bool = True  # False: the persona turns memory off
+
+
+Within = Callable[[Connection, "Workstream"], None]
 
 
 class Directory:
@@ -111,7 +116,8 @@ class Directory:
             return conn.execute(select(tokens.c.token_id).limit(1)).first() is not None
 
     def create_workstream(self, owner_user_id: str | None, name: str = "", project_id: str | None = None,
-                          persona_memory: bool = True) -> str:
+                          persona_memory: bool = True, within: Within | None = None) -> str:
+        """Create it; ``within(conn, workstream)`` runs in the same transaction (to record an idempotent answer)."""
         checked_text(name, "name")
         checked_identifier(owner_user_id or "", "owner")
         checked_identifier(project_id or "", "project_id")
@@ -125,6 +131,8 @@ class Directory:
                     project_id=project_id or None, persona_memory=persona_memory,
                 )
             )
+            if within is not None:
+                within(conn, Workstream(workstream_id, name, owner_user_id or None, project_id or None, persona_memory))
         return workstream_id
 
     def change_workstream(self, workstream_id: str, changes: dict[str, object]) -> Workstream:

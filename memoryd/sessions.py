@@ -13,7 +13,9 @@ import secrets
 import uuid
 from dataclasses import dataclass
 
-from sqlalchemy import insert, select
+from collections.abc import Callable
+
+from sqlalchemy import Connection, insert, select
 
 from memoryd.db import Database
 from memoryd.directory import Directory, hash_token
@@ -44,8 +46,12 @@ class Sessions:
         self.database = database
         self.directory = directory
 
-    def create(self, kind: str, workstream_id: str, user_id: str = "", parent_session_id: str = "") -> tuple[Session, str]:
-        """Open a session; returns it and its token (shown once, stored hashed)."""
+    def create(self, kind: str, workstream_id: str, user_id: str = "", parent_session_id: str = "",
+               within: Callable[[Connection, Session, str], None] | None = None) -> tuple[Session, str]:
+        """Open a session; returns it and its token (shown once, stored hashed).
+
+        ``within(conn, session, token)`` runs in the same transaction (to record an idempotent answer).
+        """
         for field, value in (("kind", kind), ("workstream_id", workstream_id), ("user_id", user_id),
                              ("parent_session_id", parent_session_id)):
             checked_identifier(value, field)
@@ -72,6 +78,8 @@ class Sessions:
             conn.execute(insert(sessions).values(
                 session_id=session.session_id, kind=kind, user_id=user_id or None, workstream_id=workstream_id,
                 parent_session_id=parent_session_id or None, token_hash=hash_token(token), created=utc_timestamp()))
+            if within is not None:
+                within(conn, session, token)
         return session, token
 
     def get(self, session_id: str) -> Session | None:

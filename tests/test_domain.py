@@ -17,6 +17,7 @@ from memoryd.domain import (
     normalize_name,
 )
 from memoryd.errors import ValidationError
+from memoryd.text import checked_identifier, checked_text
 from projections.queries import MemoryLocator
 
 
@@ -78,3 +79,34 @@ def test_a_memory_keeps_the_last_explicit_type_it_was_saved_with_or_general(serv
     assert saved[-1].memory.type == (explicit[-1] if explicit else "general")
     assert {outcome.memory.memory_id for outcome in saved} == {saved[0].memory.memory_id}
     assert [outcome.created for outcome in saved] == [True] + [False] * (len(types) - 1)
+
+
+ANY_CHARACTER = st.one_of(st.characters(exclude_categories=()), st.sampled_from("\x00\ud800\udfff\n\t\x1b\x85\x7f"))
+
+
+@given(st.text(ANY_CHARACTER))
+def test_text_is_storable_exactly_when_it_encodes_as_utf8_without_nul(value):
+    storable = "\x00" not in value and _encodes(value)
+    try:
+        assert checked_text(value, "field") == value
+        assert storable
+    except ValidationError as error:
+        assert not storable and error.message.startswith("field ")
+
+
+@given(st.text(ANY_CHARACTER))
+def test_an_identifier_also_has_no_control_characters(value):
+    control = any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in value)
+    try:
+        checked_identifier(value, "name")
+        assert not control and "\x00" not in value and _encodes(value)
+    except ValidationError:
+        assert control or not _encodes(value)
+
+
+def _encodes(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

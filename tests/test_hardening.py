@@ -31,6 +31,8 @@ SEARCH = "/v1/api/memories/search"
 SURROGATE, NUL = "abc \ud800 def", "abc \x00 def"
 SURROGATE_MESSAGE = "is not valid Unicode text: it contains a lone surrogate (U+D800)"
 NUL_MESSAGE = "contains a NUL character (U+0000)"
+# any code point, lone surrogates included (hypothesis leaves them out by default), and the awkward ones often
+CHARACTERS = st.one_of(st.characters(exclude_categories=()), st.sampled_from("\x00\ud800\udfff\n\t\x1b\x85 -"))
 
 
 def event_count(services: Services) -> int:
@@ -127,7 +129,8 @@ def test_the_memory_tool_answers_ok_false_for_unstorable_text(admin: Caller, ser
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(name=st.text(max_size=40), content=st.text(min_size=1, max_size=80), description=st.text(min_size=1, max_size=40))
+@given(name=st.text(CHARACTERS, max_size=40), content=st.text(CHARACTERS, min_size=1, max_size=80),
+       description=st.text(CHARACTERS, min_size=1, max_size=40))
 def test_any_text_is_either_a_400_or_a_memory_that_projects(alice: Caller, services: Services, name: str,
                                                              content: str, description: str) -> None:
     before = event_count(services)
@@ -276,6 +279,31 @@ def test_a_retried_create_with_its_key_creates_one_project_workstream_and_sessio
     assert (_count(services, projects), _count(services, workstreams), _count(services, sessions)) == (1, 1, 1)
 
 
+@pytest.mark.parametrize("route", ["workstream", "session"])
+def test_a_create_whose_answer_was_lost_replays_it_and_creates_nothing_more(
+        admin: Caller, services: Services, monkeypatch: pytest.MonkeyPatch, route: str) -> None:
+    workstream_id = services.directory.create_workstream(admin.user_id, "w")
+    path, body = {"workstream": ("/v1/api/admin/workstreams", {"owner": admin.user_id}),
+                  "session": ("/v1/api/sessions", {"kind": "interactive", "workstream_id": workstream_id})}[route]
+
+    def connection_lost(*args: Any) -> None:
+        raise ConnectionError("the connection dropped after the commit")
+
+    monkeypatch.setattr(services.idempotency, "remember", connection_lost)
+    lost = admin.post(path, json=body, headers={"Idempotency-Key": "lost"})
+    monkeypatch.undo()
+    retry = admin.post(path, json=body, headers={"Idempotency-Key": "lost"})
+
+    assert lost.status_code == 500
+    assert retry.status_code == 201 and retry.headers["Idempotent-Replayed"] == "true"
+    assert (_count(services, workstreams), _count(services, sessions)) == ((2, 0) if route == "workstream" else (1, 1))
+    created = retry.json["workstream_id"] if route == "workstream" else retry.json["session_id"]
+    found = services.directory.workstream(created) if route == "workstream" else services.sessions.get(created)
+    assert found is not None
+    if route == "session":
+        assert services.sessions.by_token(retry.json["token"]) == found
+
+
 def test_a_failed_request_gives_its_key_back(admin: Caller, services: Services) -> None:
     keyed = {"Idempotency-Key": "retry-me"}
     missing = admin.delete(f"{MEMORIES}/later", headers=keyed)
@@ -348,7 +376,7 @@ def test_a_name_with_a_newline_is_refused_at_save_and_at_delete_as_a_400(alice: 
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.text(min_size=1, max_size=30).filter(lambda name: "/" not in name))
+@given(st.text(CHARACTERS, min_size=1, max_size=30).filter(lambda name: "/" not in name))
 def test_every_name_that_can_be_saved_can_be_deleted_by_name(alice: Caller, name: str) -> None:
     saved = raw_json(alice, "POST", MEMORIES, json.dumps({"name": name, "content": "c", "description": "d"}))
     if saved.status_code == 400:
