@@ -26,13 +26,8 @@ from commands.model import DeleteMemoryById
 from events.audit import AuditQuery as AuditFilter
 from events.audit import list_audit
 from memoryd.errors import NotFound, ValidationError
-from projections.queries import (
-    MemoryFilter,
-    ScopePattern,
-    count_memories,
-    get_memory,
-    list_memories,
-)
+from projections.filters import MemoryFilter, ScopePattern
+from projections.queries import count_memories, get_memory, list_memories
 
 blueprint = Blueprint("admin", __name__, url_prefix="/v1/api/admin")
 

@@ -20,8 +20,7 @@ from werkzeug.routing import PathConverter
 from api import admin, health, memories, projects, sessions
 from api.consistency import waiters_for
 from api.openapi import build_openapi
-from memoryd.bootstrap import Services, build_services
-from memoryd.config import Config, load_config
+from memoryd.app.services import Services
 from memoryd.errors import MemorydError
 from memoryd.text import checked_text
 
@@ -36,9 +35,9 @@ STORAGE_FAILURES = {  # what a failed write says; reads say "Memory storage unav
 }
 
 
-def create_app(config: Config | None = None, services: Services | None = None) -> Flask:
-    config = config or load_config()
-    services = services or build_services(config)
+def create_app(services: Services) -> Flask:
+    """The Flask application serving ``services`` (the entry points build them: ``memoryd serve``, ``api.wsgi``)."""
+    config = services.config
     app = Flask("memoryd")
     app.url_map.converters["anything"] = AnyText
     app.config["MAX_CONTENT_LENGTH"] = config.server.max_body_bytes

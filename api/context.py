@@ -12,7 +12,7 @@ from flask import current_app, g, request
 from commands.handlers import Outcome
 from commands.model import Command
 from events.types import EventMetadata
-from memoryd.bootstrap import Services
+from memoryd.app.services import Services
 from memoryd.directory import Principal
 from memoryd.errors import Forbidden, Unauthorized, ValidationError
 from memoryd.text import MAX_JSON_DEPTH, check_document, json_depth

@@ -6,6 +6,7 @@ from typing import Any
 
 from flask import Blueprint, Response, request
 
+from api.access import public_namespace
 from api.consistency import after_position
 from api.context import authorized, caller, json_object, run_command, services
 from api.idempotency import idempotent
@@ -18,10 +19,10 @@ from api.schemas import (
     load,
 )
 from commands.model import DeleteMemory, SaveMemory
-from memoryd.access import public_namespace
 from memoryd.domain import REST_MAX_CONTENT, clean_name
 from memoryd.errors import ValidationError
-from projections.queries import MemoryFilter, ScopePattern, list_memories
+from projections.filters import MemoryFilter, ScopePattern
+from projections.queries import list_memories
 
 blueprint = Blueprint("memories", __name__, url_prefix="/v1/api/memories")
 

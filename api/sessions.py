@@ -25,11 +25,11 @@ from api.schemas import (
     WorkstreamSchema,
     load,
 )
-from commands.projects import live_project
-from memoryd.errors import Forbidden, NotFound, Unauthorized, ValidationError
+from events.streams import live_project
+from memoryd.app.tool import ToolResult
 from memoryd.directory import Workstream
+from memoryd.errors import Forbidden, NotFound, Unauthorized, ValidationError
 from memoryd.sessions import Session
-from memoryd.tool import MemoryTool, ToolResult
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -74,8 +74,7 @@ def open_session() -> tuple[Response, int]:
 @session_authorized
 @idempotent(lambda position: _tool_answer(ToolResult.of_event(services().store.event_at(position))))
 def memory_tool(session_id: str) -> tuple[Response, int]:
-    tool = MemoryTool(services())
-    return _tool_answer(tool.run(g.session, json_object(checked=False), g.get("idempotency_claim")))
+    return _tool_answer(services().tool.run(g.session, json_object(checked=False), g.get("idempotency_claim")))
 
 
 @blueprint.post("/v1/api/admin/workstreams")

@@ -45,8 +45,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from common import SEED, Latencies, bench_events, memory_content, other_sessions, postgres_schema, server_version
-from common import environment, print_header, print_results
+from common import (
+    SEED,
+    Latencies,
+    bench_events,
+    environment,
+    memory_content,
+    other_sessions,
+    postgres_schema,
+    print_header,
+    print_results,
+    server_version,
+)
 from sqlalchemy import insert
 
 from events.store import EventStore

@@ -70,8 +70,18 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import psycopg
-from common import APPLICATION_NAME, POSTGRES_URL, SEED, memory_content, percentile, postgres_schema, server_version
-from common import environment, print_header, print_results
+from common import (
+    APPLICATION_NAME,
+    POSTGRES_URL,
+    SEED,
+    environment,
+    memory_content,
+    percentile,
+    postgres_schema,
+    print_header,
+    print_results,
+    server_version,
+)
 from redis import Redis
 from rq import Queue, Worker
 
@@ -403,7 +413,7 @@ def _wait_for_workers(redis: Redis, queue_name: str, count: int, stack: Stack, l
 
 
 def _clean_redis(redis: Redis, queue_name: str) -> None:
-    from workers.jobs import pending_key
+    from workers.dispatch import pending_key
 
     try:
         Queue(queue_name, connection=redis).delete(delete_jobs=True)

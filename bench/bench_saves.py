@@ -52,8 +52,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from common import SEED, Latencies, bench_events, environment, other_sessions, postgres_schema, server_version
-from common import print_header, print_results
+from common import (
+    SEED,
+    Latencies,
+    bench_events,
+    environment,
+    other_sessions,
+    postgres_schema,
+    print_header,
+    print_results,
+    server_version,
+)
 from sqlalchemy import event, insert
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -61,7 +70,8 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from commands.model import SaveMemory
 from events.types import MEMORY_SAVED, MEMORY_UPDATED, EventMetadata, memory_stream_id
 from memoryd import migrate
-from memoryd.bootstrap import Services, build_services
+from memoryd.app.services import Services
+from memoryd.bootstrap import build_services
 from memoryd.config import Config, StorageSettings
 from memoryd.domain import REST_MAX_CONTENT, Memory, Namespace, utc_timestamp
 from memoryd.schema import structured_memories

@@ -19,6 +19,7 @@ from sqlalchemy import Connection
 
 from commands.model import DeleteMemory, DeleteMemoryById, SaveMemory
 from events.store import ConcurrencyConflict, EventStore
+from events.streams import current_memory
 from events.types import (
     DomainEvent,
     EventMetadata,
@@ -76,14 +77,6 @@ def _decide_save(command: SaveMemory, current: Memory | None, deps: Dependencies
     changed = replace(current, description=command.description, content=command.content,
                       type=command.type or current.type, updated=now)
     return MemoryUpdated(changed)
-
-
-def current_memory(last: RecordedEvent | None) -> Memory | None:
-    """A stream's state: the memory its newest event left, or None if deleted or new."""
-    if last is None:
-        return None
-    event = last.to_domain()
-    return None if isinstance(event, MemoryDeleted) else event.memory
 
 
 def delete_memory(command: DeleteMemory, metadata: EventMetadata, deps: Dependencies, claim: Claim = None) -> Outcome:

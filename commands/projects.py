@@ -16,9 +16,9 @@ from commands.handlers import (
     Claim,
     Dependencies,
     append_decision,
-    current_memory,
 )
-from events.store import ConcurrencyConflict, EventStore
+from events.store import ConcurrencyConflict
+from events.streams import current_memory, current_project
 from events.types import (
     EventMetadata,
     MemoryDeleted,
@@ -80,19 +80,6 @@ class DeleteProject:
 class ProjectOutcome:
     project: Project
     position: int | None  # None: nothing changed, nothing appended
-
-
-def current_project(last: RecordedEvent | None) -> Project | None:
-    """The project as its newest event left it; None if it never existed or was deleted."""
-    if last is None:
-        return None
-    event = last.to_domain()
-    return event.project if isinstance(event, ProjectEvent) and not isinstance(event, ProjectDeleted) else None
-
-
-def live_project(store: EventStore, project_id: str) -> Project | None:
-    """The project as the log has it now (never a lagging read model); None if missing or deleted."""
-    return current_project(store.last_event(project_stream_id(project_id)))
 
 
 def delete_project(command: DeleteProject, metadata: EventMetadata, deps: Dependencies, claim: Claim = None

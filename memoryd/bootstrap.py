@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from redis import Redis
 from rq import Queue
@@ -16,6 +15,8 @@ from commands.handlers import Dependencies
 from events.idempotency import IdempotencyKeys
 from events.store import EventStore
 from memoryd import migrate
+from memoryd.app.services import Services
+from memoryd.app.tool import MemoryTool
 from memoryd.config import Config
 from memoryd.db import Database
 from memoryd.directory import TOKEN_SCOPES, Directory
@@ -28,22 +29,6 @@ from projections.search import SearchService
 from workers.dispatch import InProcessDispatcher, RedisDispatcher
 
 ADMIN_PERMISSIONS = ["admin.memories"]
-
-
-@dataclass(frozen=True)
-class Services:
-    config: Config
-    database: Database
-    store: EventStore
-    projector: Projector
-    memory_table: MemoryTableProjection
-    bus: CommandBus
-    directory: Directory
-    idempotency: IdempotencyKeys
-    redis: Redis | None  # None: projections run in-process
-    queue: Queue | None
-    search: SearchService
-    sessions: Sessions
 
 
 def build_services(config: Config) -> Services:
@@ -61,8 +46,9 @@ def build_services(config: Config) -> Services:
     bus = CommandBus(Dependencies(store=store, locator=MemoryLocator(database)), dispatcher, idempotency)
     search = SearchService(store, config.search.k1, config.search.b)
     directory = Directory(database)
+    tool = MemoryTool(bus, store, database, directory, search, config.memory.max_content)
     return Services(config, database, store, projector, memory_table, bus, directory, idempotency, redis, queue,
-                    search, Sessions(database, directory))
+                    search, Sessions(database, directory), tool)
 
 
 def prepare_database(services: Services, environ: Mapping[str, str] | None = None) -> str | None:

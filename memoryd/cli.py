@@ -16,11 +16,13 @@ from typing import Any, TypeVar, cast
 import click
 
 from memoryd import migrate
-from memoryd.bootstrap import Services, build_services, prepare_database
+from memoryd.app.services import Services
+from memoryd.bootstrap import build_services, prepare_database
 from memoryd.config import Config, load_config
 from memoryd.errors import MemorydError
 from memoryd.logs import configure_logging
-from projections.queries import MemoryFilter, count_memories
+from projections.filters import MemoryFilter
+from projections.queries import count_memories
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -79,7 +81,7 @@ def serve(host: str | None, port: int | None) -> None:
     services.search.warm_up()
     host, port = host or config.server.host, port or config.server.port
     click.echo(f"memoryd listening on http://{host}:{port} (database: {services.database.url!r})", err=True)
-    waitress.serve(create_app(config, services), host=host, port=port, threads=config.server.threads, ident="memoryd")
+    waitress.serve(create_app(services), host=host, port=port, threads=config.server.threads, ident="memoryd")
 
 
 @main.group()
@@ -148,7 +150,7 @@ def update_workstream(workstream_id: str, project_id: str | None, detach: bool, 
 
 
 def _check_project(services: Services, project_id: str | None) -> None:
-    from commands.projects import live_project
+    from events.streams import live_project
 
     if project_id and live_project(services.store, project_id) is None:
         raise click.ClickException(f"project not found: {project_id}")
@@ -297,14 +299,14 @@ def import_(source: str, batch_size: int) -> None:
 
     Each line: {"name", "content", "description", "type"?, "scope"? (default global), "scope_id"?}.
     """
-    from memoryd.transfer import import_memories, read_commands
+    from memoryd.app.transfer import import_memories, read_commands
 
     services = _services()
     with open(source, encoding="utf-8") as lines:
         total = sum(1 for _ in read_commands(lines))  # validate everything first: all or nothing
     with open(source, encoding="utf-8") as lines, click.progressbar(length=total, label="importing",
                                                                       file=sys.stderr) as bar:
-        created, updated = import_memories(services, lines, batch_size, bar.update)
+        created, updated = import_memories(services.bus, lines, batch_size, bar.update)
     services.projector.catch_up()
     click.echo(f"imported {total} memories: {created} created, {updated} updated")
 
@@ -314,11 +316,11 @@ def import_(source: str, batch_size: int) -> None:
 @_reported
 def export(target: Any) -> None:
     """Write every current memory as JSON Lines (to TARGET, default standard output)."""
-    from memoryd.transfer import export_memories
+    from memoryd.app.transfer import export_memories
 
     services = _services()
     services.projector.catch_up()
-    count = export_memories(services, target)
+    count = export_memories(services.database, target)
     click.echo(f"exported {count} memories", err=True)
 
 

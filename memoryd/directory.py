@@ -11,9 +11,8 @@ import hashlib
 import hmac
 import secrets
 import uuid
-from dataclasses import dataclass
-
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from sqlalchemy import Connection, insert, select, update
 

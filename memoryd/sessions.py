@@ -11,9 +11,8 @@ from __future__ import annotations
 import hmac
 import secrets
 import uuid
-from dataclasses import dataclass
-
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from sqlalchemy import Connection, insert, select
 

@@ -7,7 +7,6 @@ by tool reads) folded into ``last_accessed`` and ``access_count``.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Select, and_, func, or_, select
@@ -18,22 +17,7 @@ from memoryd.db import Database
 from memoryd.domain import Namespace
 from memoryd.schema import events, memory_access, projection_checkpoints
 from memoryd.schema import structured_memories as memories
-
-
-@dataclass(frozen=True)
-class ScopePattern:
-    """Rows of ``scope``; with ``scope_id`` None, whatever their scope id."""
-
-    scope: str
-    scope_id: str | None = None
-
-
-@dataclass(frozen=True)
-class MemoryFilter:
-    """Which rows a read may return; ``scopes`` None means every scope (admins)."""
-
-    type: str = ""
-    scopes: tuple[ScopePattern, ...] | None = None
+from projections.filters import MemoryFilter, ScopePattern
 
 
 def _rows() -> Select[Any]:

@@ -26,8 +26,9 @@ from events.store import EventStore
 from events.types import RecordedEvent
 from memoryd.domain import utc_timestamp
 from memoryd.schema import search_snapshots
+from projections.filters import MemoryFilter
 from projections.projector import Fault, ProjectionStopped
-from projections.queries import MemoryFilter, memories_in_order
+from projections.queries import memories_in_order
 from projections.search_index import Hit, SearchIndex, SnapshotFormatError
 
 PAGE = 2_000

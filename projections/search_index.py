@@ -50,7 +50,7 @@ import numpy as np
 
 from events.types import MEMORY_EVENTS, MemoryDeleted, MemoryEvent, RecordedEvent
 from memoryd.domain import MEMORY_TYPES, Memory
-from projections.queries import MemoryFilter
+from projections.filters import MemoryFilter
 from projections.ranking import K1, B, idf, tokenize
 
 TYPE_CODES = {memory_type: code for code, memory_type in enumerate(MEMORY_TYPES)}

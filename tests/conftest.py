@@ -22,7 +22,8 @@ from sqlalchemy import create_engine, text
 
 from api.app import create_app
 from memoryd import migrate
-from memoryd.bootstrap import Services, build_services
+from memoryd.app.services import Services
+from memoryd.bootstrap import build_services
 from memoryd.config import Config, ServerSettings, StorageSettings, WorkerSettings
 
 POSTGRES_URL = os.environ.get("MEMORYD_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
@@ -195,7 +196,7 @@ def _caller_factory(app: Flask, svc: Services) -> MakeCaller:
 
 @pytest.fixture
 def app(services: Services) -> Flask:
-    return create_app(services.config, services)
+    return create_app(services)
 
 
 @pytest.fixture
@@ -216,4 +217,4 @@ def admin(make_caller: MakeCaller) -> Caller:
 @pytest.fixture
 def any_make_caller(any_services: Services) -> MakeCaller:
     """``make_caller`` on each backend in turn."""
-    return _caller_factory(create_app(any_services.config, any_services), any_services)
+    return _caller_factory(create_app(any_services), any_services)

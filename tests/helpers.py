@@ -9,7 +9,7 @@ from typing import Any
 from rq import SimpleWorker
 from sqlalchemy import select
 
-from memoryd.bootstrap import Services
+from memoryd.app.services import Services
 from memoryd.schema import structured_memories
 
 

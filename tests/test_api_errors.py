@@ -137,7 +137,8 @@ def test_a_body_that_is_not_a_json_object_is_rejected(alice, services, path, dat
 @pytest.fixture
 def small_app_caller(services, alice):
     """Alice's token against an app that accepts bodies of at most 2048 bytes."""
-    small = create_app(dataclasses.replace(services.config, server=ServerSettings(max_body_bytes=2048)), services)
+    small = create_app(dataclasses.replace(services, config=dataclasses.replace(
+        services.config, server=ServerSettings(max_body_bytes=2048))))
     return dataclasses.replace(alice, client=small.test_client())
 
 
@@ -249,7 +250,7 @@ def served_app(tmp_path_factory):
     url = f"sqlite:///{tmp_path_factory.mktemp('openapi') / 'memoryd.db'}"
     config = Config(storage=StorageSettings(database_url=url))
     built = build_services(config)
-    yield create_app(config, built)
+    yield create_app(built)
     built.database.dispose()
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from commands.model import SaveMemory
 from events.types import EventMetadata
-from memoryd.bootstrap import Services
+from memoryd.app.services import Services
 from memoryd.domain import Namespace
 
 if TYPE_CHECKING:

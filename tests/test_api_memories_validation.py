@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from memoryd.bootstrap import Services
+from memoryd.app.services import Services
 
 if TYPE_CHECKING:
     from tests.conftest import Caller, MakeCaller

@@ -15,12 +15,11 @@ from sqlalchemy import select, update
 from commands.model import SaveMemory
 from events.idempotency import IdempotencyClaim
 from events.types import EventMetadata, MemorySaved, memory_stream_id
-from memoryd.bootstrap import Services
+from memoryd.app.services import Services
 from memoryd.domain import Memory, Namespace, utc_timestamp
 from memoryd.schema import idempotency_keys, memory_access
-from memoryd.tool import MemoryTool
+from projections.filters import MemoryFilter
 from projections.project_tables import get_project
-from projections.queries import MemoryFilter
 from projections.search import SearchService
 from tests.helpers import rebuild_equals_live
 
@@ -34,7 +33,7 @@ def saved(services: Services, name: str, content: str = "alpha beta", scope: str
 def test_tool_reads_are_counted_beside_the_log(any_services: Services) -> None:
     user = any_services.directory.create_user("u")
     session, _ = any_services.sessions.create("interactive", any_services.directory.create_workstream(user, "w"), user)
-    tool = MemoryTool(any_services)
+    tool = any_services.tool
     tool.run(session, {"action": "save", "name": "note", "content": "alpha", "description": "d"})
 
     first = tool.run(session, {"action": "get", "name": "note"})

@@ -11,7 +11,7 @@ from click.testing import CliRunner, Result
 
 from commands.model import SaveMemory
 from events.types import EventMetadata
-from memoryd.bootstrap import Services
+from memoryd.app.services import Services
 from memoryd.cli import main
 from memoryd.domain import Namespace
 from tests.helpers import run_queued_jobs

@@ -17,7 +17,7 @@ import pytest
 import projections.projector as projector_module
 from api.app import create_app
 from events.types import EventMetadata, MemorySaved, memory_stream_id
-from memoryd.bootstrap import Services
+from memoryd.app.services import Services
 from memoryd.domain import Memory
 from tests.conftest import _caller_factory
 from workers import jobs
@@ -41,7 +41,7 @@ def names(response: Any) -> list[str]:
 
 
 def admin_of(services: Services) -> Caller:
-    return _caller_factory(create_app(services.config, services), services)("read,write", ("admin.memories",))
+    return _caller_factory(create_app(services), services)("read,write", ("admin.memories",))
 
 
 

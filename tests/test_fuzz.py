@@ -27,7 +27,7 @@ from schemathesis.specs.openapi.checks import (
 
 from api.app import create_app
 from api.openapi import build_openapi
-from memoryd.bootstrap import Services
+from memoryd.app.services import Services
 from tests.conftest import make_services
 
 EXAMPLES = int(os.environ.get("MEMORYD_FUZZ_EXAMPLES", "40"))
@@ -57,7 +57,7 @@ def tokens(fuzzed_services: Services) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def served_schema(fuzzed_services: Services) -> Any:
-    return schemathesis.openapi.from_wsgi("/v1/api/openapi.json", create_app(fuzzed_services.config, fuzzed_services))
+    return schemathesis.openapi.from_wsgi("/v1/api/openapi.json", create_app(fuzzed_services))
 
 
 OPERATIONS = [(method.upper(), path) for path, item in build_openapi()["paths"].items() for method in item]

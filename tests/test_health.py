@@ -12,7 +12,8 @@ from flask.testing import FlaskClient
 from sqlalchemy import text
 
 from api.app import create_app
-from memoryd.bootstrap import Services, build_services
+from memoryd.app.services import Services
+from memoryd.bootstrap import build_services
 from memoryd.config import Config, StorageSettings
 from tests.conftest import Caller, _caller_factory, make_services
 
@@ -26,11 +27,11 @@ UNREACHABLE_POSTGRES = "postgresql+psycopg://nobody@127.0.0.1:1/none"
 
 
 def client_of(services: Services) -> FlaskClient:
-    return create_app(services.config, services).test_client()
+    return create_app(services).test_client()
 
 
 def writer_of(services: Services) -> Caller:
-    return _caller_factory(create_app(services.config, services), services)()
+    return _caller_factory(create_app(services), services)()
 
 
 @pytest.fixture

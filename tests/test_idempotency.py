@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from sqlalchemy import select, update
 
-from memoryd.bootstrap import Services
+from memoryd.app.services import Services
 from memoryd.schema import idempotency_keys
 
 if TYPE_CHECKING:

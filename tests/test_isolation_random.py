@@ -7,7 +7,6 @@ import random
 
 from commands.projects import CreateProject, GrantProjectAccess
 from events.types import EventMetadata
-from memoryd.tool import MemoryTool
 from projections.queries import get_memory
 
 WORDS = ["alpha", "beta", "gamma", "delta", "omega", "sigma"]
@@ -42,7 +41,7 @@ def test_random_sessions_never_see_outside_their_envelope_and_a_replay_agrees(se
         workstream = services.directory.create_workstream(user, f"ws{index}", project)
         kind = "coordinator" if index in (4, 7) else "interactive"
         sessions.append(services.sessions.create(kind, workstream, user if index != 8 else "")[0])
-    tool = MemoryTool(services)
+    tool = services.tool
 
     def reads(session):
         listed = tool.run(session, {"action": "list", "limit": 50})

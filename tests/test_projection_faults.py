@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from sqlalchemy import insert, select
 
 from api.app import create_app
-from memoryd.bootstrap import Services
+from memoryd.app.services import Services
 from memoryd.cli import main
 from memoryd.schema import events
 from tests.conftest import Caller, _caller_factory, make_services
@@ -43,7 +43,7 @@ def a_memory(name: str, **fields: str) -> dict[str, str]:
 def stack(database_url: str) -> Iterator[tuple[Services, Caller, Any]]:
     """Services on each backend, an admin caller, and a CLI runner on the same database."""
     services = make_services(database_url)
-    admin = _caller_factory(create_app(services.config, services), services)("read,write", ("admin.memories",))
+    admin = _caller_factory(create_app(services), services)("read,write", ("admin.memories",))
     runner = CliRunner()
 
     def cli(*args: str, input: str | None = None) -> Any:
@@ -119,7 +119,7 @@ def test_only_an_event_a_projection_is_stopped_on_can_be_superseded(stack: Any) 
 
 def test_unstorable_text_planted_in_the_log_is_repaired_by_a_supersede(built: Any) -> None:
     services = built()  # SQLite: PostgreSQL's JSONB cannot even hold a lone surrogate
-    admin = _caller_factory(create_app(services.config, services), services)("read,write", ("admin.memories",))
+    admin = _caller_factory(create_app(services), services)("read,write", ("admin.memories",))
     position = plant(services, "poisoned", a_memory("poisoned", content="abc \ud800 def"))
     services.projector.catch_up()
     [fault] = services.projector.faults()

@@ -21,7 +21,7 @@ from events.types import (
     RecordedEvent,
 )
 from memoryd.domain import Memory, Namespace
-from projections.queries import MemoryFilter, ScopePattern
+from projections.filters import MemoryFilter, ScopePattern
 from projections.ranking import idf, tokenize
 from projections.search_index import SearchIndex
 

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from memoryd.bootstrap import build_services
 from memoryd.cli import main
 from memoryd.config import Config, SearchSettings, StorageSettings
-from projections.queries import MemoryFilter, ScopePattern
+from projections.filters import MemoryFilter, ScopePattern
 from tests.conftest import make_services
 from tests.helpers import rebuild_equals_live, table_rows
 

@@ -12,6 +12,12 @@ from projections.projector import Projector
 
 log = logging.getLogger(__name__)
 PENDING_TTL_SECONDS = 60
+CATCH_UP_JOB = "workers.jobs.catch_up"  # enqueued by name: the writer never imports the job's code
+
+
+def pending_key(queue_name: str) -> str:
+    """Set while a catch-up job waits in the queue, so appends don't pile up duplicates."""
+    return f"memoryd:{queue_name}:catch-up-pending"
 
 
 class InProcessDispatcher:
@@ -44,11 +50,9 @@ class RedisDispatcher:
         self.queue = queue
 
     def appended(self, position: int) -> None:
-        from workers.jobs import catch_up, pending_key
-
         try:
             if self.redis.set(pending_key(self.queue.name), position, nx=True, ex=PENDING_TTL_SECONDS):
-                self.queue.enqueue_call(catch_up, args=(position,), result_ttl=0, failure_ttl=7 * 86_400,
+                self.queue.enqueue_call(CATCH_UP_JOB, args=(position,), result_ttl=0, failure_ttl=7 * 86_400,
                                         description=f"catch up projections (append at {position})")
         except RedisError as error:
             log.warning("could not enqueue a catch-up for position %d (%s); workers will catch up on their own",

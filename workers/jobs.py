@@ -10,22 +10,17 @@ from __future__ import annotations
 
 import logging
 
-from memoryd.bootstrap import Services, build_services
-from memoryd.config import load_config
+from memoryd.app.services import Services
+from workers.dispatch import pending_key
 
 log = logging.getLogger(__name__)
 _services: Services | None = None
 
 
 def bind(services: Services) -> None:
-    """Use these services for jobs run in this process (``memoryd worker`` binds its own)."""
+    """Run this process's jobs with these services: ``memoryd worker`` binds its own before it works."""
     global _services
     _services = services
-
-
-def pending_key(queue_name: str) -> str:
-    """Set while a catch-up job waits in the queue, so appends don't pile up duplicates."""
-    return f"memoryd:{queue_name}:catch-up-pending"
 
 
 def catch_up(position: int) -> int:
@@ -39,7 +34,6 @@ def catch_up(position: int) -> int:
 
 
 def _bound() -> Services:
-    global _services
-    if _services is None:  # a plain `rq worker` process: build from the environment's config
-        _services = build_services(load_config())
+    if _services is None:
+        raise RuntimeError("catch-up jobs run inside 'memoryd worker', which binds the services they use")
     return _services

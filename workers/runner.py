@@ -19,7 +19,7 @@ from typing import Any
 from redis.exceptions import RedisError
 from rq import SimpleWorker
 
-from memoryd.bootstrap import Services
+from memoryd.app.services import Services
 from workers import jobs
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ Parts (``--part 1,3,...``; default 1,3,4,5,6,7; part 2 needs ``--million``):
    content): numpy ``nbytes`` + ``sys.getsizeof`` of the Python structures, and a
    ``tracemalloc`` delta over a separate build. Target <= 2x.
 5. Rebuild from a log of 100,000 memories: a fresh SQLite file, the corpus written as
-   JSONL and imported with ``memoryd.transfer.import_memories`` (what ``memoryd memories
+   JSONL and imported with ``memoryd.app.transfer.import_memories`` (what ``memoryd memories
    import`` runs), then ``SearchService.rebuild()`` (<= 15 s) and
    ``Projector.rebuild(memory_table)`` + search rebuild (<= 60 s); snapshot save/load.
    ``--cli`` also times ``memoryd projections rebuild all`` as a subprocess.
@@ -87,7 +87,7 @@ from corpus import (
 )
 
 from events.types import MEMORY_DELETED, MEMORY_SAVED, MEMORY_UPDATED, RecordedEvent
-from projections.queries import MemoryFilter, ScopePattern
+from projections.filters import MemoryFilter, ScopePattern
 from projections.ranking import tokenize
 from projections.search_index import FANOUT, FREEZE_POSTINGS, SearchIndex, _Delta
 
@@ -911,7 +911,7 @@ def ensure_database(shared: Shared) -> tuple[object, bool]:
     path = Path(args.db) if args.db else shared.workdir / "memoryd.db"
     shared.database_url = f"sqlite:///{path.resolve()}"
     from memoryd import migrate
-    from memoryd.transfer import import_memories
+    from memoryd.app.transfer import import_memories
 
     shared.ensure_corpus()
     assert shared.corpus is not None
@@ -930,12 +930,12 @@ def ensure_database(shared: Shared) -> tuple[object, bool]:
 
     t0 = time.perf_counter()
     with open(jsonl, encoding="utf-8") as lines:
-        created, updated = import_memories(services, lines, 500, progress)
+        created, updated = import_memories(services.bus, lines, 500, progress)
     services.projector.catch_up()
     import_s = time.perf_counter() - t0
     say("")
     print(f"- log: {created:,} memories imported ({updated} updated) from {mb(size)} MB of JSONL (written in "
-          f"{write_s:.1f} s) into a fresh SQLite file with `memoryd.transfer.import_memories(services, lines, 500)` "
+          f"{write_s:.1f} s) into a fresh SQLite file with `memoryd.app.transfer.import_memories(services.bus, lines, 500)` "
           f"(what `memoryd memories import` runs), projector caught up: **{import_s:.1f} s** "
           f"({created / import_s:,.0f} memories/s); log head {services.store.head_position():,}")
     shared.services = services

@@ -31,7 +31,7 @@ import bench_index as bi
 from corpus import CorpusSpec, generate, make_queries, namespace_id
 
 from projections import search_index as segments
-from projections.queries import MemoryFilter, ScopePattern
+from projections.filters import MemoryFilter, ScopePattern
 
 FIRST_LAYOUT = "51bcebf"
 

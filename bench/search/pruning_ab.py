@@ -30,7 +30,7 @@ import bench_index as bi
 from corpus import CorpusSpec, generate, make_queries, namespace_id
 
 from projections import search_index
-from projections.queries import MemoryFilter, ScopePattern
+from projections.filters import MemoryFilter, ScopePattern
 
 
 @contextmanager

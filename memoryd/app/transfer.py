@@ -11,9 +11,10 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
+from commands.bus import CommandBus
 from commands.model import SaveMemory
 from events.types import EventMetadata
-from memoryd.bootstrap import Services
+from memoryd.db import Database
 from memoryd.domain import REST_MAX_CONTENT, SCOPES, Namespace
 from memoryd.errors import ValidationError
 from projections.queries import iter_memories
@@ -44,7 +45,7 @@ def read_commands(lines: Iterable[str]) -> Iterator[SaveMemory]:
             yield parse_line(line, number)
 
 
-def import_memories(services: Services, lines: Iterable[str], batch_size: int = 500,
+def import_memories(bus: CommandBus, lines: Iterable[str], batch_size: int = 500,
                     progress: Callable[[int], None] | None = None) -> tuple[int, int]:
     """Save every line's memory; returns (created, updated)."""
     metadata = EventMetadata(surface="cli")
@@ -53,7 +54,7 @@ def import_memories(services: Services, lines: Iterable[str], batch_size: int = 
 
     def flush() -> None:
         nonlocal created, updated
-        outcomes = services.bus.handle_many(batch, metadata)
+        outcomes = bus.handle_many(batch, metadata)
         created += sum(outcome.created for outcome in outcomes)
         updated += sum(not outcome.created for outcome in outcomes)
         if progress is not None:
@@ -69,10 +70,10 @@ def import_memories(services: Services, lines: Iterable[str], batch_size: int = 
     return created, updated
 
 
-def export_memories(services: Services, out: IO[str]) -> int:
+def export_memories(database: Database, out: IO[str]) -> int:
     """Write every current memory as one JSON line (streamed); returns how many."""
     written = 0
-    with services.database.read() as conn:
+    with database.read() as conn:
         for row in iter_memories(conn):
             out.write(json.dumps({field: row[field] for field in EXPORTED_FIELDS}, ensure_ascii=False) + "\n")
             written += 1

@@ -22,12 +22,20 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from commands.bus import CommandBus
 from commands.model import DeleteMemory, SaveMemory
-from commands.projects import live_project
 from events.idempotency import IdempotencyClaim
-from events.types import EventMetadata, MemoryEvent, MemorySaved, MemoryUpdated, RecordedEvent
-from memoryd.bootstrap import Services
-from memoryd.directory import Workstream
+from events.store import EventStore
+from events.streams import live_project
+from events.types import (
+    EventMetadata,
+    MemoryEvent,
+    MemorySaved,
+    MemoryUpdated,
+    RecordedEvent,
+)
+from memoryd.db import Database
+from memoryd.directory import Directory, Workstream
 from memoryd.domain import (
     SCOPES,
     Memory,
@@ -40,13 +48,9 @@ from memoryd.errors import MemorydError, NotFound, StorageError, ValidationError
 from memoryd.projects import ACTIVE, Project
 from memoryd.sessions import Session
 from memoryd.text import checked_identifier, checked_text
-from projections.queries import (
-    MemoryFilter,
-    ScopePattern,
-    find_memory,
-    list_memories,
-    record_access,
-)
+from projections.filters import MemoryFilter, ScopePattern
+from projections.queries import find_memory, list_memories, record_access
+from projections.search import SearchService
 
 INTERACTIVE_SCOPES = ("global", "workstream", "user", "project")
 COORDINATOR_SCOPES = ("coordinator", "project")
@@ -115,8 +119,12 @@ class Context:
 
 
 class MemoryTool:
-    def __init__(self, services: Services) -> None:
-        self.services = services
+    """The tool, given what it works with: the command bus, the log, the read models and the directory."""
+
+    def __init__(self, bus: CommandBus, store: EventStore, database: Database, directory: Directory,
+                 search: SearchService, max_content: int) -> None:
+        self.bus, self.store, self.database = bus, store, database
+        self.directory, self.search, self.max_content = directory, search, max_content
 
     def run(self, session: Session, arguments: dict[str, Any], claim: IdempotencyClaim | None = None) -> ToolResult:
         """One tool call; ``claim`` (an idempotency key) is taken atomically with the call's append."""
@@ -141,16 +149,16 @@ class MemoryTool:
         command = SaveMemory.validated(
             name=_required(arguments, "name", "save"), content=arguments.get("content"),
             description=arguments.get("description"), type=arguments.get("type"),
-            max_content=self.services.config.memory.max_content,
+            max_content=self.max_content,
             resolve_namespace=lambda: self._target(context, arguments.get("scope"), write=True),
         )
-        outcome = self.services.bus.handle(command, self._metadata(context), claim)
+        outcome = self.bus.handle(command, self._metadata(context), claim)
         return ToolResult.written("Saved" if outcome.created else "Updated", outcome.memory)
 
     def _get(self, context: Context, arguments: dict[str, Any], claim: IdempotencyClaim | None) -> ToolResult:
         name = clean_name(_required(arguments, "name", "get"))
         namespace = self._target(context, arguments.get("scope"), write=False)
-        with self.services.database.read() as conn:
+        with self.database.read() as conn:
             found = find_memory(conn, name, namespace)
         if found is not None:
             found = self._touched([found])[0]
@@ -162,7 +170,7 @@ class MemoryTool:
         name = clean_name(_required(arguments, "name", "delete"))
         namespace = self._target(context, arguments.get("scope"), write=True)
         try:
-            outcome = self.services.bus.handle(DeleteMemory(name, namespace), self._metadata(context), claim)
+            outcome = self.bus.handle(DeleteMemory(name, namespace), self._metadata(context), claim)
         except NotFound:
             raise ToolRefusal(f"no memory named '{name}' in scope '{namespace.scope}'"
                               + self._hint(context, name, namespace)) from None
@@ -173,25 +181,25 @@ class MemoryTool:
         if not query:
             raise ToolRefusal("'query' is required for search")
         where = self._visible(context, arguments)
-        with self.services.database.read() as conn:
-            found = self.services.search.memories(conn, where, query, _limit(arguments))
+        with self.database.read() as conn:
+            found = self.search.memories(conn, where, query, _limit(arguments))
         found = self._touched(found)
         return ToolResult(True, _render_list(found, "No memories match."), memories=found)
 
     def _list(self, context: Context, arguments: dict[str, Any], claim: IdempotencyClaim | None) -> ToolResult:
-        with self.services.database.read() as conn:
+        with self.database.read() as conn:
             found = list_memories(conn, self._visible(context, arguments), _limit(arguments))
         return ToolResult(True, _render_list(found, "No memories stored."), memories=found)
 
     # -- scopes --------------------------------------------------------------------
 
     def _context(self, session: Session) -> Context:
-        workstream = self.services.directory.workstream(session.workstream_id)
+        workstream = self.directory.workstream(session.workstream_id)
         if workstream is None:
             raise ToolRefusal("this session's workstream no longer exists")
         project = None
         if workstream.project_id:
-            project = live_project(self.services.store, workstream.project_id)
+            project = live_project(self.store, workstream.project_id)
         return Context(session, workstream, project)
 
     def _scope(self, context: Context, raw: Any) -> str:
@@ -260,7 +268,7 @@ class MemoryTool:
     def _hint(self, context: Context, name: str, missed: Namespace) -> str:
         """Where else the session can see this name (never probing scopes it cannot)."""
         elsewhere = []
-        with self.services.database.read() as conn:
+        with self.database.read() as conn:
             for candidate in self._envelope(context):
                 namespace = Namespace(candidate.scope, candidate.scope_id or "")
                 if namespace != missed and find_memory(conn, name, namespace) is not None:
@@ -277,7 +285,7 @@ class MemoryTool:
         if not rows:
             return rows
         now = utc_timestamp()
-        with self.services.database.write() as conn:
+        with self.database.write() as conn:
             record_access(conn, [row["memory_id"] for row in rows], now)
         return [row | {"last_accessed": now, "access_count": row["access_count"] + 1} for row in rows]
 

@@ -1,0 +1,40 @@
+"""Reading a stream's state from its newest event: every memory and project event carries the whole state.
+
+Commands decide on these; the memory tool and entry points use ``live_project``
+to check access against the log itself, never a lagging read model.
+"""
+
+from __future__ import annotations
+
+from events.store import EventStore
+from events.types import (
+    MemoryDeleted,
+    MemoryEvent,
+    ProjectDeleted,
+    ProjectEvent,
+    RecordedEvent,
+    project_stream_id,
+)
+from memoryd.domain import Memory
+from memoryd.projects import Project
+
+
+def current_memory(last: RecordedEvent | None) -> Memory | None:
+    """A stream's state: the memory its newest event left, or None if deleted or new."""
+    if last is None:
+        return None
+    event = last.to_domain()
+    return event.memory if isinstance(event, MemoryEvent) and not isinstance(event, MemoryDeleted) else None
+
+
+def current_project(last: RecordedEvent | None) -> Project | None:
+    """The project as its newest event left it; None if it never existed or was deleted."""
+    if last is None:
+        return None
+    event = last.to_domain()
+    return event.project if isinstance(event, ProjectEvent) and not isinstance(event, ProjectDeleted) else None
+
+
+def live_project(store: EventStore, project_id: str) -> Project | None:
+    """The project as the log has it now (never a lagging read model); None if missing or deleted."""
+    return current_project(store.last_event(project_stream_id(project_id)))

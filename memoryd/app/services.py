@@ -1,0 +1,41 @@
+"""The services one process runs, as the composition root (``memoryd.bootstrap``) builds them.
+
+Entry points and the HTTP handlers reach them through this bag; application
+services get only the collaborators they use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from redis import Redis
+from rq import Queue
+
+from commands.bus import CommandBus
+from events.idempotency import IdempotencyKeys
+from events.store import EventStore
+from memoryd.app.tool import MemoryTool
+from memoryd.config import Config
+from memoryd.db import Database
+from memoryd.directory import Directory
+from memoryd.sessions import Sessions
+from projections.memory_table import MemoryTableProjection
+from projections.projector import Projector
+from projections.search import SearchService
+
+
+@dataclass(frozen=True)
+class Services:
+    config: Config
+    database: Database
+    store: EventStore
+    projector: Projector
+    memory_table: MemoryTableProjection
+    bus: CommandBus
+    directory: Directory
+    idempotency: IdempotencyKeys
+    redis: Redis | None  # None: projections run in-process
+    queue: Queue | None
+    search: SearchService
+    sessions: Sessions
+    tool: MemoryTool
