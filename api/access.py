@@ -14,6 +14,7 @@ from memoryd.directory import Directory, Principal
 from memoryd.domain import PUBLIC_SCOPES, Namespace
 from memoryd.errors import Forbidden, NotFound, ValidationError
 from memoryd.text import checked_identifier
+from projections.filters import MemoryFilter, ScopePattern
 
 
 def public_namespace(caller: Principal, scope: Any, scope_id: Any, directory: Directory) -> Namespace:
@@ -41,6 +42,18 @@ def public_namespace(caller: Principal, scope: Any, scope_id: Any, directory: Di
     if not caller.has_scope("service") and (not owner or owner != caller.user_id):
         raise Forbidden("Cannot access another user's workstream memories")
     return Namespace("workstream", scope_id)
+
+
+def public_filter(caller: Principal, memory_type: str, scope: Any, scope_id: Any, directory: Directory) -> MemoryFilter:
+    """What a public list or search sees: an explicit scope, or the envelope of global plus the caller's user scope."""
+    if scope:
+        namespace = public_namespace(caller, scope, scope_id, directory)
+        pattern = ScopePattern("global") if namespace.scope == "global" else ScopePattern(namespace.scope,
+                                                                                          namespace.scope_id)
+        return MemoryFilter(type=memory_type, scopes=(pattern,))
+    if scope_id:
+        raise ValidationError("scope is required when scope_id is provided")
+    return MemoryFilter(type=memory_type, scopes=(ScopePattern("global"), ScopePattern("user", caller.user_id)))
 
 
 def _text(value: Any) -> str:

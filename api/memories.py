@@ -6,7 +6,7 @@ from typing import Any
 
 from flask import Blueprint, Response, request
 
-from api.access import public_namespace
+from api.access import public_filter, public_namespace
 from api.consistency import after_position
 from api.context import authorized, caller, json_object, run_command, services
 from api.idempotency import idempotent
@@ -20,8 +20,7 @@ from api.schemas import (
 )
 from commands.model import DeleteMemory, SaveMemory
 from memoryd.domain import REST_MAX_CONTENT, clean_name
-from memoryd.errors import ValidationError
-from projections.filters import MemoryFilter, ScopePattern
+from projections.filters import MemoryFilter
 from projections.queries import list_memories
 
 blueprint = Blueprint("memories", __name__, url_prefix="/v1/api/memories")
@@ -71,11 +70,4 @@ def delete(name: str) -> tuple[Response, int]:
 
 
 def _visible(args: dict[str, Any]) -> MemoryFilter:
-    """An explicit scope, or the caller's envelope: global plus their own user scope."""
-    if args["scope"]:
-        namespace = public_namespace(caller(), args["scope"], args["scope_id"], services().directory)
-        pattern = ScopePattern("global") if namespace.scope == "global" else ScopePattern(namespace.scope, namespace.scope_id)
-        return MemoryFilter(type=args["type"], scopes=(pattern,))
-    if args["scope_id"]:
-        raise ValidationError("scope is required when scope_id is provided")
-    return MemoryFilter(type=args["type"], scopes=(ScopePattern("global"), ScopePattern("user", caller().user_id)))
+    return public_filter(caller(), args["type"], args["scope"], args["scope_id"], services().directory)

@@ -31,7 +31,6 @@ from commands.projects import (
 )
 from events.types import MemoryEvent, ProjectEvent, project_stream_id
 from memoryd.errors import NotFound, StorageError
-from memoryd.projects import clean_access, clean_project_name
 from projections.project_tables import get_project
 
 blueprint = Blueprint("projects", __name__, url_prefix="/v1/api/admin/projects")
@@ -42,8 +41,7 @@ blueprint = Blueprint("projects", __name__, url_prefix="/v1/api/admin/projects")
 @idempotent(lambda position: _answer(_outcome_at(position), 201))
 def create() -> tuple[Response, int]:
     body = load(CreateProjectRequest(), json_object())
-    name, owner = clean_project_name(body["name"]), _existing_user(body["owner"])
-    return _answer(run_command(CreateProject(name, owner), "admin"), 201)
+    return _answer(run_command(CreateProject(body["name"], body["owner"]), "admin"), 201)
 
 
 @blueprint.get("/<project_id>")
@@ -59,8 +57,8 @@ def get(project_id: str) -> tuple[Response, int]:
 @blueprint.put("/<project_id>/members/<user_id>")
 @authorized("write", admin=True)
 def grant(project_id: str, user_id: str) -> tuple[Response, int]:
-    access = clean_access(load(GrantAccessRequest(), json_object())["access"])
-    return _answer(run_command(GrantProjectAccess(project_id, _existing_user(user_id), access), "admin"))
+    access = load(GrantAccessRequest(), json_object())["access"]
+    return _answer(run_command(GrantProjectAccess(project_id, user_id, access), "admin"))
 
 
 @blueprint.delete("/<project_id>/members/<user_id>")
@@ -90,12 +88,6 @@ def archive(project_id: str) -> tuple[Response, int]:
 @idempotent(lambda position: _answer(_outcome_at(position)))
 def reactivate(project_id: str) -> tuple[Response, int]:
     return _answer(run_command(ReactivateProject(project_id), "admin"))
-
-
-def _existing_user(user_id: str) -> str:
-    if not services().directory.user_exists(user_id):
-        raise NotFound(f"user not found: {user_id}")
-    return user_id
 
 
 def _body(project: dict[str, Any]) -> dict[str, Any]:

@@ -45,10 +45,17 @@ class MemoryLocator(Protocol):
     def names_in(self, namespace: Namespace) -> list[str]: ...
 
 
+class Users(Protocol):
+    """Who exists (the directory answers): project owners and members must."""
+
+    def user_exists(self, user_id: str) -> bool: ...
+
+
 @dataclass(frozen=True)
 class Dependencies:
     store: EventStore
     locator: MemoryLocator
+    users: Users
     clock: Callable[[], str] = utc_timestamp
     new_id: Callable[[], str] = lambda: str(uuid.uuid4())
 

@@ -35,7 +35,7 @@ from events.types import (
 )
 from memoryd.domain import Namespace
 from memoryd.errors import Conflict, NotFound, ValidationError
-from memoryd.projects import ACTIVE, ARCHIVED, Project
+from memoryd.projects import ACTIVE, ARCHIVED, Project, clean_access, clean_project_name
 
 
 @dataclass(frozen=True)
@@ -109,8 +109,10 @@ def delete_project(command: DeleteProject, metadata: EventMetadata, deps: Depend
 
 def create_project(command: CreateProject, metadata: EventMetadata, deps: Dependencies, claim: Claim = None
                    ) -> ProjectOutcome:
+    name = clean_project_name(command.name)
+    _existing_user(deps, command.owner_user_id)
     now = deps.clock()
-    project = Project(deps.new_id(), command.name, command.owner_user_id, ACTIVE, (), now, now)
+    project = Project(deps.new_id(), name, command.owner_user_id, ACTIVE, (), now, now)
     event, position = append_decision(project_stream_id(project.project_id), lambda _: ProjectCreated(project),
                                       metadata, deps, claim)
     return ProjectOutcome(event.project, position)
@@ -118,12 +120,15 @@ def create_project(command: CreateProject, metadata: EventMetadata, deps: Depend
 
 def grant_project_access(command: GrantProjectAccess, metadata: EventMetadata, deps: Dependencies,
                          claim: Claim = None) -> ProjectOutcome:
+    access = clean_access(command.access)
+    _existing_user(deps, command.user_id)
+
     def change(project: Project) -> ProjectEvent | None:
         if command.user_id == project.owner_user_id:
             raise ValidationError("the project's owner always has write access")
-        if dict(project.members).get(command.user_id) == command.access:
+        if dict(project.members).get(command.user_id) == access:
             return None
-        return ProjectAccessGranted(project.with_member(command.user_id, command.access, deps.clock()), command.user_id)
+        return ProjectAccessGranted(project.with_member(command.user_id, access, deps.clock()), command.user_id)
 
     return _change(command.project_id, change, metadata, deps, claim)
 
@@ -148,6 +153,11 @@ def reactivate_project(command: ReactivateProject, metadata: EventMetadata, deps
                        ) -> ProjectOutcome:
     return _change(command.project_id, lambda project: None if project.state == ACTIVE else
                    ProjectReactivated(replace(project, state=ACTIVE, updated=deps.clock())), metadata, deps, claim)
+
+
+def _existing_user(deps: Dependencies, user_id: str) -> None:
+    if not deps.users.user_exists(user_id):
+        raise NotFound(f"user not found: {user_id}")
 
 
 class _Unchanged(Exception):

@@ -17,6 +17,7 @@ from events.store import EventStore
 from memoryd import migrate
 from memoryd.app.services import Services
 from memoryd.app.tool import MemoryTool
+from memoryd.app.workstreams import Workstreams
 from memoryd.config import Config
 from memoryd.db import Database
 from memoryd.directory import TOKEN_SCOPES, Directory
@@ -43,12 +44,13 @@ def build_services(config: Config) -> Services:
         redis = Redis.from_url(config.workers.redis_url, socket_connect_timeout=1, socket_timeout=2)
         queue = Queue(config.workers.queue, connection=redis, serializer=JSONSerializer)
         dispatcher = RedisDispatcher(redis, queue)
-    bus = CommandBus(Dependencies(store=store, locator=MemoryLocator(database)), dispatcher, idempotency)
-    search = SearchService(store, config.search.k1, config.search.b)
     directory = Directory(database)
+    bus = CommandBus(Dependencies(store=store, locator=MemoryLocator(database), users=directory), dispatcher,
+                     idempotency)
+    search = SearchService(store, config.search.k1, config.search.b)
     tool = MemoryTool(bus, store, database, directory, search, config.memory.max_content)
     return Services(config, database, store, projector, memory_table, bus, directory, idempotency, redis, queue,
-                    search, Sessions(database, directory), tool)
+                    search, Sessions(database, directory), tool, Workstreams(directory, store))
 
 
 def prepare_database(services: Services, environ: Mapping[str, str] | None = None) -> str | None:

@@ -126,9 +126,7 @@ def workstreams() -> None:
 @_reported
 def create_workstream(owner_user_id: str, name: str, project_id: str | None, memory: bool) -> None:
     """Create a workstream; prints the new workstream id."""
-    services = _services()
-    _check_project(services, project_id)
-    click.echo(services.directory.create_workstream(owner_user_id, name, project_id, memory))
+    click.echo(_services().workstreams.create(owner_user_id, name, project_id, memory))
 
 
 @workstreams.command("update")
@@ -139,21 +137,12 @@ def create_workstream(owner_user_id: str, name: str, project_id: str | None, mem
 @_reported
 def update_workstream(workstream_id: str, project_id: str | None, detach: bool, memory: bool | None) -> None:
     """Attach or detach a project, or flip the persona's memory lever."""
-    services = _services()
     changes: dict[str, Any] = {}
     if project_id or detach:
-        _check_project(services, project_id)
         changes["project_id"] = None if detach else project_id
     if memory is not None:
         changes["persona_memory"] = memory
-    click.echo(services.directory.change_workstream(workstream_id, changes).workstream_id)
-
-
-def _check_project(services: Services, project_id: str | None) -> None:
-    from events.streams import live_project
-
-    if project_id and live_project(services.store, project_id) is None:
-        raise click.ClickException(f"project not found: {project_id}")
+    click.echo(_services().workstreams.change(workstream_id, changes).workstream_id)
 
 
 @main.group("sessions")
@@ -395,11 +384,8 @@ def _project_command(command: Any) -> None:
 def create_project(owner_user_id: str, name: str) -> None:
     """Create a project; prints its id."""
     from commands.projects import CreateProject
-    from memoryd.projects import clean_project_name
 
-    if not _services().directory.user_exists(owner_user_id):
-        raise click.ClickException(f"user not found: {owner_user_id}")
-    _project_command(CreateProject(clean_project_name(name), owner_user_id))
+    _project_command(CreateProject(name, owner_user_id))
 
 
 @projects_group.command("grant")
@@ -411,8 +397,6 @@ def grant_access(project_id: str, user_id: str, access: str) -> None:
     """Grant a user read or write access (or change it)."""
     from commands.projects import GrantProjectAccess
 
-    if not _services().directory.user_exists(user_id):
-        raise click.ClickException(f"user not found: {user_id}")
     _project_command(GrantProjectAccess(project_id, user_id, access))
 
 

@@ -69,7 +69,7 @@ TYPES_OR_UNSET = st.sampled_from(["user", "general", "feedback", "reference", No
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=40)
 @given(types=st.lists(TYPES_OR_UNSET, min_size=1, max_size=6))
 def test_a_memory_keeps_the_last_explicit_type_it_was_saved_with_or_general(services, types):
-    deps = Dependencies(store=services.store, locator=MemoryLocator(services.database))
+    deps = Dependencies(store=services.store, locator=MemoryLocator(services.database), users=services.directory)
     name = f"typed_{uuid.uuid4().hex}"  # every example writes its own memory
     saved = [
         save_memory(SaveMemory(name, "content", "description", memory_type, Namespace("global", "")), EventMetadata(), deps)

@@ -15,6 +15,7 @@ from commands.bus import CommandBus
 from events.idempotency import IdempotencyKeys
 from events.store import EventStore
 from memoryd.app.tool import MemoryTool
+from memoryd.app.workstreams import Workstreams
 from memoryd.config import Config
 from memoryd.db import Database
 from memoryd.directory import Directory
@@ -39,3 +40,4 @@ class Services:
     search: SearchService
     sessions: Sessions
     tool: MemoryTool
+    workstreams: Workstreams
