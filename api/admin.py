@@ -11,7 +11,7 @@ from typing import Any
 from flask import Blueprint, Response, request
 
 from api.consistency import after_position
-from api.context import authorized, run_command, services
+from api.context import authorized, services, writing
 from api.idempotency import idempotent
 from api.responses import deleted_by_id, memory_list, outcome_at, respond
 from api.schemas import (
@@ -70,7 +70,7 @@ def get(memory_id: str) -> tuple[Response, int]:
 @authorized("write", admin=True)
 @idempotent(lambda position: deleted_by_id(outcome_at(position)))
 def delete(memory_id: str) -> tuple[Response, int]:
-    return deleted_by_id(run_command(DeleteMemoryById(memory_id), "admin"))
+    return deleted_by_id(services().bus.handle(DeleteMemoryById(memory_id), *writing("admin")))
 
 
 @blueprint.get("/audit")

@@ -9,8 +9,7 @@ from typing import Any, TypeVar, cast
 
 from flask import current_app, g, request
 
-from commands.handlers import Outcome
-from commands.model import Command
+from events.idempotency import IdempotencyClaim
 from events.types import EventMetadata
 from memoryd.app.services import Services
 from memoryd.directory import Principal
@@ -79,9 +78,9 @@ def parse_json(raw: bytes) -> Any:
         raise ValidationError("Invalid JSON body") from None
 
 
-def run_command(command: Command, surface: str) -> Outcome:
-    """Handle a command for the caller, under the request's idempotency claim if any."""
-    return services().bus.handle(command, event_metadata(surface), g.get("idempotency_claim"))
+def writing(surface: str) -> tuple[EventMetadata, IdempotencyClaim | None]:
+    """What a command run for this request carries: who and how (``surface``), and its idempotency claim."""
+    return event_metadata(surface), g.get("idempotency_claim")
 
 
 def event_metadata(surface: str) -> EventMetadata:

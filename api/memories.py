@@ -8,7 +8,7 @@ from flask import Blueprint, Response, request
 
 from api.access import public_filter, public_namespace
 from api.consistency import after_position
-from api.context import authorized, caller, json_object, run_command, services
+from api.context import authorized, caller, json_object, services, writing
 from api.idempotency import idempotent
 from api.responses import deleted_memory, memory_list, outcome_at, written_memory
 from api.schemas import (
@@ -48,7 +48,7 @@ def save() -> tuple[Response, int]:
         max_content=REST_MAX_CONTENT,
         resolve_namespace=lambda: public_namespace(caller(), body["scope"], body["scope_id"], services().directory),
     )
-    return written_memory(run_command(command, "rest"))
+    return written_memory(services().bus.handle(command, *writing("rest")))
 
 
 @blueprint.post("/search")
@@ -66,7 +66,7 @@ def search() -> tuple[Response, int]:
 def delete(name: str) -> tuple[Response, int]:
     args = load(DeleteMemoryQuery(), request.args)
     namespace = public_namespace(caller(), args["scope"], args["scope_id"], services().directory)
-    return deleted_memory(run_command(DeleteMemory(clean_name(name), namespace), "rest"))
+    return deleted_memory(services().bus.handle(DeleteMemory(clean_name(name), namespace), *writing("rest")))
 
 
 def _visible(args: dict[str, Any]) -> MemoryFilter:

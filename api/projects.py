@@ -10,7 +10,7 @@ from typing import Any
 
 from flask import Blueprint, Response
 
-from api.context import authorized, json_object, run_command, services
+from api.context import authorized, json_object, services, writing
 from api.idempotency import idempotent
 from api.responses import POSITION_HEADER, respond
 from api.schemas import (
@@ -41,7 +41,7 @@ blueprint = Blueprint("projects", __name__, url_prefix="/v1/api/admin/projects")
 @idempotent(lambda position: _answer(_outcome_at(position), 201))
 def create() -> tuple[Response, int]:
     body = load(CreateProjectRequest(), json_object())
-    return _answer(run_command(CreateProject(body["name"], body["owner"]), "admin"), 201)
+    return _answer(services().bus.handle(CreateProject(body["name"], body["owner"]), *writing("admin")), 201)
 
 
 @blueprint.get("/<project_id>")
@@ -58,14 +58,14 @@ def get(project_id: str) -> tuple[Response, int]:
 @authorized("write", admin=True)
 def grant(project_id: str, user_id: str) -> tuple[Response, int]:
     access = load(GrantAccessRequest(), json_object())["access"]
-    return _answer(run_command(GrantProjectAccess(project_id, user_id, access), "admin"))
+    return _answer(services().bus.handle(GrantProjectAccess(project_id, user_id, access), *writing("admin")))
 
 
 @blueprint.delete("/<project_id>/members/<user_id>")
 @authorized("write", admin=True)
 @idempotent(lambda position: _answer(_outcome_at(position)))
 def revoke(project_id: str, user_id: str) -> tuple[Response, int]:
-    return _answer(run_command(RevokeProjectAccess(project_id, user_id), "admin"))
+    return _answer(services().bus.handle(RevokeProjectAccess(project_id, user_id), *writing("admin")))
 
 
 @blueprint.delete("/<project_id>")
@@ -73,21 +73,21 @@ def revoke(project_id: str, user_id: str) -> tuple[Response, int]:
 @idempotent(lambda position: _deleted(_outcome_at(position)))
 def delete(project_id: str) -> tuple[Response, int]:
     """Delete the project and every memory in its scope (each a memory.delete event)."""
-    return _deleted(run_command(DeleteProject(project_id), "admin"))
+    return _deleted(services().bus.handle(DeleteProject(project_id), *writing("admin")))
 
 
 @blueprint.post("/<project_id>/archive")
 @authorized("write", admin=True)
 @idempotent(lambda position: _answer(_outcome_at(position)))
 def archive(project_id: str) -> tuple[Response, int]:
-    return _answer(run_command(ArchiveProject(project_id), "admin"))
+    return _answer(services().bus.handle(ArchiveProject(project_id), *writing("admin")))
 
 
 @blueprint.post("/<project_id>/reactivate")
 @authorized("write", admin=True)
 @idempotent(lambda position: _answer(_outcome_at(position)))
 def reactivate(project_id: str) -> tuple[Response, int]:
-    return _answer(run_command(ReactivateProject(project_id), "admin"))
+    return _answer(services().bus.handle(ReactivateProject(project_id), *writing("admin")))
 
 
 def _body(project: dict[str, Any]) -> dict[str, Any]:

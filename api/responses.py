@@ -13,7 +13,7 @@ from api.consistency import PENDING_HEADER, STOPPED_HEADER, settle, stopped_befo
 from api.context import services
 from api.schemas import DeletedSchema, MemoryListSchema, MemorySchema, StatusSchema
 from commands.handlers import Outcome
-from events.types import MemorySaved
+from events.types import MemoryEvent, MemorySaved
 from memoryd.errors import StorageError
 from projections.queries import get_memory
 
@@ -56,6 +56,8 @@ def outcome_at(position: int) -> Outcome:
     if recorded is None:
         raise StorageError(f"the event at position {position} is missing from the log")
     event = recorded.to_domain()
+    if not isinstance(event, MemoryEvent):
+        raise StorageError(f"the event at position {position} is not a memory event")
     return Outcome(event.memory, created=isinstance(event, MemorySaved), position=position)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from marshmallow import EXCLUDE, Schema, fields, validate
 from marshmallow import ValidationError as SchemaError
@@ -42,7 +42,7 @@ class WholeNumber(fields.Integer):
 
 def _text(field: str, required: str = "", **options: Any) -> fields.String:
     """A string field; ``required`` is the message for a missing value and makes it required."""
-    messages = {"invalid": f"{field} must be a string"}
+    messages: dict[str, Any] = {"invalid": f"{field} must be a string"}
     if required:
         messages |= {"required": required, "null": required}
     return fields.String(required=bool(required), error_messages=messages, **options)
@@ -50,7 +50,7 @@ def _text(field: str, required: str = "", **options: Any) -> fields.String:
 
 def _limit(default: int, low: int | None = None, high: int | None = None) -> WholeNumber:
     checks = [validate.Range(low, high, error=f"limit must be between {low} and {high}")] if low is not None else []
-    messages = {"invalid": "limit must be an integer", "null": "limit must be an integer"}
+    messages: dict[str, Any] = {"invalid": "limit must be an integer", "null": "limit must be an integer"}
     return WholeNumber(load_default=default, validate=checks, error_messages=messages)
 
 
@@ -79,6 +79,14 @@ def _domain_rule(rule: Callable[[Any], Any]) -> Callable[[Any], None]:
             rule(value)
         except ValidationError as error:
             raise SchemaError(error.message) from None
+
+    return check
+
+
+def _not_blank(field: str) -> Callable[[str], None]:
+    def check(value: str) -> None:
+        if not value.strip():
+            raise SchemaError(f"{field} is required")
 
     return check
 
@@ -112,7 +120,7 @@ class ListMemoriesQuery(RequestSchema):
 
 
 class SearchMemoriesRequest(RequestSchema):
-    query = _text("query", "query is required", validate=_domain_rule(lambda q: q.strip() or _missing("query")))
+    query = _text("query", "query is required", validate=_not_blank("query"))
     limit = _limit(20, 1, 50)
     type = TypeFilter()
     scope = _text("scope", load_default="")
@@ -132,7 +140,7 @@ class AdminListQuery(RequestSchema):
 
 
 class AdminSearchQuery(AdminListQuery):
-    q = _text("q", "q is required", validate=_domain_rule(lambda q: q.strip() or _missing("q")))
+    q = _text("q", "q is required", validate=_not_blank("q"))
     limit = _limit(20)
 
 
@@ -174,10 +182,6 @@ class CreateWorkstreamRequest(RequestSchema):
 class WorkstreamChangeRequest(RequestSchema):
     project_id = _text("project_id", load_default=None, allow_none=True, metadata={"description": "null detaches"})
     persona = fields.Dict(load_default=None, allow_none=True)
-
-
-def _missing(field: str) -> None:
-    raise ValidationError(f"{field} is required")
 
 
 # -- responses ----------------------------------------------------------------
@@ -306,9 +310,9 @@ class AuditPageSchema(Schema):
 def load(schema: Schema, data: Any) -> dict[str, Any]:
     """Validate ``data``; report the first problem, in field order, as our ValidationError."""
     try:
-        return schema.load(data)
+        return cast(dict[str, Any], schema.load(data))
     except SchemaError as error:
-        messages = error.normalized_messages()
+        messages: dict[str, Any] = error.normalized_messages()  # type: ignore[no-untyped-call]
         field = next((name for name in schema.fields if name in messages), next(iter(messages)))
         message = _first(messages[field])
         raise ValidationError(message if field in message else f"{field}: {message}") from None

@@ -56,7 +56,8 @@ def open_session() -> tuple[Response, int]:
     project_id = workstream.project_id if workstream else None
 
     def answer(session: Session, token: str) -> dict[str, Any]:
-        return SessionSchema().dump(_session_body(session) | {"token": token, "project_id": project_id})
+        return cast(dict[str, Any], SessionSchema().dump(_session_body(session) | {"token": token,
+                                                                                  "project_id": project_id}))
 
     session, token = services().sessions.create(
         body["kind"], body["workstream_id"], body["user_id"] or "", body["parent_session_id"] or "",

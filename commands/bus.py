@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 from commands.handlers import (
     Dependencies,
@@ -29,7 +29,7 @@ from commands.projects import (
     reactivate_project,
     revoke_project_access,
 )
-from commands.supersede import SupersedeEvent, supersede_event
+from commands.supersede import SupersedeEvent, SupersedeOutcome, supersede_event
 from events.idempotency import IdempotencyClaim, IdempotencyKeys
 from events.types import EventMetadata
 
@@ -47,6 +47,13 @@ HANDLERS: dict[type, Callable[..., Any]] = {
 }
 
 
+MemoryCommand = SaveMemory | DeleteMemory | DeleteMemoryById
+ProjectCommand = (CreateProject | GrantProjectAccess | RevokeProjectAccess | ArchiveProject | ReactivateProject
+                  | DeleteProject)
+AnyCommand = MemoryCommand | ProjectCommand | SupersedeEvent
+AnyOutcome = Outcome | ProjectOutcome | SupersedeOutcome
+
+
 class Dispatcher(Protocol):
     """Gets projections to catch up after an append (in-process, or via workers)."""
 
@@ -59,10 +66,23 @@ class CommandBus:
         self.dispatcher = dispatcher
         self.keys = keys
 
-    def handle(self, command: Any, metadata: EventMetadata, claim: IdempotencyClaim | None = None) -> Any:
+    @overload
+    def handle(self, command: MemoryCommand, metadata: EventMetadata, claim: IdempotencyClaim | None = None
+               ) -> Outcome: ...
+
+    @overload
+    def handle(self, command: ProjectCommand, metadata: EventMetadata, claim: IdempotencyClaim | None = None
+               ) -> ProjectOutcome: ...
+
+    @overload
+    def handle(self, command: SupersedeEvent, metadata: EventMetadata, claim: IdempotencyClaim | None = None
+               ) -> SupersedeOutcome: ...
+
+    def handle(self, command: AnyCommand, metadata: EventMetadata, claim: IdempotencyClaim | None = None
+               ) -> AnyOutcome:
         """Run the command; with ``claim``, its key is taken atomically with the append."""
         take_key = (lambda conn, position: self.keys.claim(conn, claim, position)) if claim else None
-        outcome: Outcome | ProjectOutcome = HANDLERS[type(command)](command, metadata, self.deps, take_key)
+        outcome: AnyOutcome = HANDLERS[type(command)](command, metadata, self.deps, take_key)
         if outcome.position is not None:
             self.dispatcher.appended(outcome.position)
         return outcome

@@ -23,10 +23,10 @@ from sqlalchemy import Connection, Row, func, insert, select, text
 from sqlalchemy.exc import IntegrityError
 
 from events.types import (
+    DomainEvent,
     EventMetadata,
     EventSuperseded,
-    MemoryEvent,
-    RecordedEvent,
+        RecordedEvent,
     UnknownEvent,
     superseded_stream_id,
 )
@@ -51,7 +51,7 @@ class EventStore:
         self,
         stream_id: str,
         expected_version: int,
-        new_events: Sequence[MemoryEvent],
+        new_events: Sequence[DomainEvent],
         metadata: EventMetadata,
         claim: Callable[[Connection, int], None] | None = None,
     ) -> int:
@@ -65,7 +65,7 @@ class EventStore:
 
     def append_many(
         self,
-        appends: Sequence[tuple[str, int, MemoryEvent]],
+        appends: Sequence[tuple[str, int, DomainEvent]],
         metadata: EventMetadata,
         claim: Callable[[Connection, int], None] | None = None,
     ) -> list[int]:
@@ -153,7 +153,7 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-def _row(stream_id: str, version: int, event: MemoryEvent, metadata: EventMetadata, recorded_at: str) -> dict[str, Any]:
+def _row(stream_id: str, version: int, event: DomainEvent, metadata: EventMetadata, recorded_at: str) -> dict[str, Any]:
     """The stored row; text no projection could store never gets this far (a ValidationError)."""
     row = {
         "stream_id": stream_id,

@@ -55,7 +55,7 @@ class _StoppableWorker(SimpleWorker):
 
     def request_stop(self, signum: Any, frame: Any) -> None:
         self.stopping.set()
-        super().request_stop(signum, frame)
+        super().request_stop(signum, frame)  # type: ignore[no-untyped-call]  # rq leaves it unannotated
 
 
 def run_worker(services: Services, *, burst: bool = False) -> None:
