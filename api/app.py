@@ -83,7 +83,8 @@ def _register_error_handlers(app: Flask) -> None:
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> tuple[Response, int]:
         status = exc.code or 500
-        response, _ = error(f"{exc.name}: {request.method} {request.path}" if status in (404, 405) else str(exc.description), status)
+        message = f"{exc.name}: {request.method} {request.path}" if status in (404, 405) else str(exc.description)
+        response, _ = error(message, status)
         for name, value in exc.get_headers():
             if name.lower() != "content-type":  # keeps Allow on a 405
                 response.headers[name] = value

@@ -98,7 +98,7 @@ def _take(claim: IdempotencyClaim) -> StoredOutcome | None:
     keys = services().idempotency
     held = keys.take(claim)
     if held is not None and not held.answered and held.fingerprint == claim.fingerprint \
-            and _claimed_at(held) < dt.datetime.now(dt.timezone.utc) - ABANDONED_AFTER and keys.take_over(claim, held):
+            and _claimed_at(held) < dt.datetime.now(dt.UTC) - ABANDONED_AFTER and keys.take_over(claim, held):
         return None
     return held
 
@@ -125,7 +125,7 @@ def _key_owner() -> str:
 
 
 def _claimed_at(stored: StoredOutcome) -> dt.datetime:
-    return dt.datetime.strptime(stored.claimed, TIMESTAMP_FORMAT).replace(tzinfo=dt.timezone.utc)
+    return dt.datetime.strptime(stored.claimed, TIMESTAMP_FORMAT).replace(tzinfo=dt.UTC)
 
 
 def _checked(key: str) -> str:

@@ -107,7 +107,8 @@ class SaveMemoryRequest(RequestSchema):
                     metadata={"description": "max 65,536 characters"})
     description = _text("description", "description is required and must be non-empty",
                         validate=_domain_rule(clean_description), metadata={"description": "non-empty relevance summary"})
-    type = _text("type", load_default=None, allow_none=True, metadata={"description": "user, general, feedback or reference; omitted or null keeps an update's type"})
+    type = _text("type", load_default=None, allow_none=True, metadata={
+        "description": "user, general, feedback or reference; omitted or null keeps an update's type"})
     scope = _text("scope", load_default="global", metadata={"description": "global, user or workstream"})
     scope_id = _text("scope_id", load_default="", metadata={"description": "workstream id; the caller's id for user"})
 
@@ -145,7 +146,8 @@ class AdminSearchQuery(AdminListQuery):
 
 
 class AuditQuery(RequestSchema):
-    action = _text("action", load_default="", validate=validate.OneOf(["", *EVENT_CLASSES], error="action must be one of {choices}"))
+    action = _text("action", load_default="",
+                   validate=validate.OneOf(["", *EVENT_CLASSES], error="action must be one of {choices}"))
     actor = _text("actor", load_default="")
     memory_id = _text("memory_id", load_default="")
     project_id = _text("project_id", load_default="")

@@ -22,8 +22,8 @@ p50/p95 is the latency of one ``append`` call (lock wait included).
 
 Run from the repo root::
 
-    /work/venv/bin/python bench/bench_appends.py                 # 3,000 appends per configuration
-    /work/venv/bin/python bench/bench_appends.py --count 1000 --writers 1,8
+    .venv/bin/python bench/bench_appends.py                 # 3,000 appends per configuration
+    .venv/bin/python bench/bench_appends.py --count 1000 --writers 1,8
 
 PostgreSQL: ``MEMORYD_BENCH_POSTGRES_URL`` (default
 ``postgresql+psycopg://postgres@127.0.0.1:5432/test``); a fresh schema is

@@ -33,8 +33,8 @@ workers stack's lag.
 
 Run from the repo root::
 
-    /work/venv/bin/python bench/bench_projection_lag.py                      # 50/s and 150/s, 20 s each
-    /work/venv/bin/python bench/bench_projection_lag.py --rates 50 --duration 10
+    .venv/bin/python bench/bench_projection_lag.py                      # 50/s and 150/s, 20 s each
+    .venv/bin/python bench/bench_projection_lag.py --rates 50 --duration 10
 
 PostgreSQL: ``MEMORYD_BENCH_POSTGRES_URL`` (default
 ``postgresql+psycopg://postgres@127.0.0.1:5432/test``); Redis:

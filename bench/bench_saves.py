@@ -23,9 +23,9 @@ memories, picked with a fixed seed: upserts). Single writer, sequential.
 
 Run from the repo root::
 
-    /work/venv/bin/python bench/bench_saves.py                  # both backends, defaults
-    /work/venv/bin/python bench/bench_saves.py --backend sqlite --count 5000
-    /work/venv/bin/python bench/bench_saves.py --breakdown      # + where memoryd's time goes
+    .venv/bin/python bench/bench_saves.py                  # both backends, defaults
+    .venv/bin/python bench/bench_saves.py --backend sqlite --count 5000
+    .venv/bin/python bench/bench_saves.py --breakdown      # + where memoryd's time goes
 
 PostgreSQL: ``MEMORYD_BENCH_POSTGRES_URL`` (default
 ``postgresql+psycopg://postgres@127.0.0.1:5432/test``); a fresh schema is
@@ -334,7 +334,8 @@ def run_breakdown(services: Services, creates: list[Save]) -> list[str]:
         for key, value in sorted(breakdown.counts.items(), key=lambda kv: (kv[0].startswith("  "), kv[0])):
             lines.append(f"    {key:<26} {value / n:.2f} per save")
     if services.database.dialect == "postgresql":
-        lines.append("    (statements seen by SQLAlchemy's cursor events: pool pre-pings and psycopg's own BEGIN are not in them)")
+        lines.append("    (statements seen by SQLAlchemy's cursor events: pool pre-pings and psycopg's own BEGIN "
+                     "are not in them)")
     return lines
 
 

@@ -4,7 +4,7 @@ benchmark copy of the ``events`` table.
 
 Imported by ``bench_saves.py``, ``bench_appends.py`` and
 ``bench_projection_lag.py`` (run from the repo root, e.g.
-``/work/venv/bin/python bench/bench_saves.py``; Python puts ``bench/`` on the
+``.venv/bin/python bench/bench_saves.py``; Python puts ``bench/`` on the
 path, each script adds the repo root for ``memoryd``).
 """
 

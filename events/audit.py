@@ -8,9 +8,9 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from events.types import EVENT_CLASSES
-
-AUDITED = tuple(EVENT_CLASSES)  # every memory and project event
 from memoryd.schema import events
+
+AUDITED = tuple(EVENT_CLASSES)  # every event: memory, project and supersede
 
 
 @dataclass(frozen=True)

@@ -118,7 +118,7 @@ class IdempotencyKeys:
             return conn.execute(delete(keys).where(keys.c.created < self._cutoff())).rowcount
 
     def _cutoff(self) -> str:
-        return utc_timestamp(dt.datetime.now(dt.timezone.utc) - self.window)
+        return utc_timestamp(dt.datetime.now(dt.UTC) - self.window)
 
 
 def _held_by(attempt: str | None) -> Any:

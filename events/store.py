@@ -150,7 +150,7 @@ class EventStore:
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def _row(stream_id: str, version: int, event: DomainEvent, metadata: EventMetadata, recorded_at: str) -> dict[str, Any]:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from memoryd.errors import ConfigError
 

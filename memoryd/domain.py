@@ -98,8 +98,8 @@ def clean_type_filter(raw: Any) -> str:
 
 def utc_timestamp(moment: dt.datetime | None = None) -> str:
     """The spec's timestamp: UTC, second precision, no zone suffix."""
-    moment = moment or dt.datetime.now(dt.timezone.utc)
-    return moment.astimezone(dt.timezone.utc).strftime(TIMESTAMP_FORMAT)
+    moment = moment or dt.datetime.now(dt.UTC)
+    return moment.astimezone(dt.UTC).strftime(TIMESTAMP_FORMAT)
 
 
 def _text(raw: Any, field: str) -> str:

@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import count
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -110,7 +111,7 @@ def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """The concatenated ``arange(start, end)`` of each pair, vectorized."""
     lengths = ends - starts
     shift = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
-    return np.arange(int(lengths.sum())) + shift
+    return cast(np.ndarray, np.arange(int(lengths.sum())) + shift)
 
 
 @dataclass(frozen=True)
@@ -305,19 +306,29 @@ class IndexShape:
     merging: bool
 
 
+class Postings(NamedTuple):
+    """One query term's visible postings in one part."""
+
+    positions: np.ndarray  # ascending, in the part's own position space
+    documents: np.ndarray  # the part's document numbers
+    tfs: np.ndarray
+    zero: np.ndarray | None  # which of them are tombstones to score zero, or None
+
+
 @dataclass
 class _Gathered:
-    """One part's visible postings of each query term, numbered in a space of its own."""
+    """One part's visible postings of each query term, numbered in a space of its own.
 
-    # per term: (positions, ascending; the part's documents; tfs; which of them are tombstones to
-    # score zero, or None). Lengths are looked up only for the postings that get scored.
-    postings: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]]
+    Lengths are looked up only for the postings that get scored.
+    """
+
+    postings: list[Postings]
     lengths: np.ndarray  # by the part's document number
     space: int  # positions are < space
     slots_of: Callable[[np.ndarray], np.ndarray]
 
 
-_EMPTY = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.uint16), None)
+_EMPTY = Postings(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.uint16), None)
 _NOTHING = np.empty(0, np.int32)
 
 
@@ -617,7 +628,7 @@ class SearchIndex:
         segment.alive = np.ones(documents, bool)
         index._memory_ids = list(_split(data["memory_ids"]))
         index._updated = _split(data["updated"])
-        index._slot_of = {memory_id: slot for slot, memory_id in enumerate(index._memory_ids)}
+        index._slot_of = {memory_id: slot for slot, memory_id in enumerate(index._memory_ids) if memory_id is not None}
         index._grow(documents + 1)
         namespaces = np.repeat(segment.namespaces, np.diff(segment.starts))
         index._length[:documents], index._type[:documents] = segment.lengths, segment.types
@@ -691,7 +702,7 @@ class SearchIndex:
             if single and removed is not None:  # only the tombstones in the visible range matter
                 begin, finish = removed.searchsorted(bounds).tolist()
                 removed = removed[begin:finish] if finish > begin else None
-        postings = []
+        postings: list[Postings] = []
         for start, end in part.slices(term_ids):
             if start == end:
                 postings.append(_EMPTY)
@@ -721,13 +732,13 @@ class SearchIndex:
                     keep &= part.types[docs] == type_code
                 docs, tfs = docs[keep], tfs[keep]
                 positions = docs if runs is None else positions[keep]
-            postings.append((positions, docs, tfs, zero))
+            postings.append(Postings(positions, docs, tfs, zero))
         if runs is None:
             return _Gathered(postings, part.lengths, part.documents, lambda positions: part.slots[positions])
 
         def slots_of(positions: np.ndarray) -> np.ndarray:
             run = np.searchsorted(run_offsets, positions, side="right") - 1
-            return part.slots[positions + shifts[run]]
+            return cast(np.ndarray, part.slots[positions + shifts[run]])
 
         return _Gathered(postings, part.lengths, int((lasts - firsts).sum()), slots_of)
 
@@ -742,7 +753,7 @@ class SearchIndex:
         if type_code is not None:
             admitted &= self._type[slots] == type_code
         lengths, everything = self._length[slots], bool(admitted.all())
-        postings = []
+        postings: list[Postings] = []
         for term_id in term_ids.tolist():
             pending = delta.postings.get(term_id)
             if pending is None:
@@ -753,7 +764,7 @@ class SearchIndex:
             if not everything:
                 keep = admitted[documents]
                 documents, tfs = documents[keep], tfs[keep]
-            postings.append((documents, documents, tfs, None))
+            postings.append(Postings(documents, documents, tfs, None))
         return _Gathered(postings, lengths, len(slots), lambda positions: slots[positions])
 
     def _score(self, parts: list[_Gathered], weights: list[float], average_length: float,

@@ -99,7 +99,8 @@ def test_an_unknown_route_is_a_json_404(alice, path):
     assert_error(alice.get(path), 404)
 
 
-@pytest.mark.parametrize(("method", "path"), [("PUT", MEMORIES), ("GET", SEARCH), ("PATCH", f"{ADMIN}/some-id"), ("DELETE", AUDIT)])
+@pytest.mark.parametrize(("method", "path"), [
+    ("PUT", MEMORIES), ("GET", SEARCH), ("PATCH", f"{ADMIN}/some-id"), ("DELETE", AUDIT)])
 def test_a_wrong_method_is_a_json_405(alice, method, path):
     assert_error(alice.request(method, path), 405)
 
@@ -339,4 +340,5 @@ def test_the_openapi_response_schemas_name_every_field(openapi, path, method, fi
 def test_the_openapi_memory_list_items_are_whole_memories(openapi):
     memory_list = resolve(openapi, openapi["paths"][MEMORIES]["get"]["responses"]["200"]["content"]["application/json"]["schema"])
     memory = resolve(openapi, memory_list["properties"]["memories"]["items"])
-    assert {"memory_id", "name", "description", "type", "scope", "scope_id", "content", "created", "updated"} <= set(memory["properties"])
+    fields = {"memory_id", "name", "description", "type", "scope", "scope_id", "content", "created", "updated"}
+    assert fields <= set(memory["properties"])

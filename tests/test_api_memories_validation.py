@@ -68,7 +68,8 @@ DESCRIPTION_REQUIRED = "description is required and must be non-empty"
     pytest.param({"scope_id": "x"}, "scope_id is not allowed with global scope", id="default global scope with scope_id"),
     pytest.param({"scope": "global", "scope_id": "x"}, "scope_id is not allowed with global scope", id="global with scope_id"),
     pytest.param({"scope": "workstream"}, "scope_id is required for workstream scope", id="workstream without scope_id"),
-    pytest.param({"scope": "workstream", "scope_id": "  "}, "scope_id is required for workstream scope", id="workstream blank scope_id"),
+    pytest.param({"scope": "workstream", "scope_id": "  "}, "scope_id is required for workstream scope",
+                 id="workstream blank scope_id"),
 ])
 def test_a_save_with_bad_input_is_a_400_naming_the_field_and_writes_nothing(
     alice: Caller, changes: dict[str, Any], message: str
@@ -102,7 +103,8 @@ def test_a_save_with_several_problems_reports_them_in_field_order(
 
 
 @pytest.mark.parametrize(("changes", "message"), [
-    pytest.param({"content": "c" * 65_537, "description": ""}, "content exceeds 65536 character limit", id="content before description"),
+    pytest.param({"content": "c" * 65_537, "description": ""}, "content exceeds 65536 character limit",
+                 id="content before description"),
     pytest.param({"description": " ", "type": "bogus"}, DESCRIPTION_REQUIRED, id="description before type"),
     pytest.param({"type": "bogus", "scope": "bogus"}, INVALID_TYPE.format("bogus"), id="type before scope"),
 ])

@@ -104,7 +104,8 @@ def test_reads_are_never_audited(admin, alice):
         ("POST", "/v1/api/memories", {"name": "x", "content": "y"}, 400),
         ("POST", "/v1/api/memories", {"name": "x", "content": "y", "description": "d", "type": "bogus"}, 400),
         ("POST", "/v1/api/memories", {"name": "x", "content": "y", "description": "d", "scope": "project"}, 400),
-        ("POST", "/v1/api/memories", {"name": "x", "content": "y", "description": "d", "scope": "user", "scope_id": "someone"}, 403),
+        ("POST", "/v1/api/memories",
+         {"name": "x", "content": "y", "description": "d", "scope": "user", "scope_id": "someone"}, 403),
     ],
 )
 def test_a_failed_mutation_leaves_no_audit_record_and_nothing_in_the_log(admin, services, method, path, body, status):
@@ -172,7 +173,8 @@ def history(any_make_caller):
 @pytest.mark.parametrize(
     ("query", "expected"),
     [
-        ("", [("memory.save", "alice_note"), ("memory.update", "alice_note"), ("memory.save", "bob_note"), ("memory.delete", "bob_note")]),
+        ("", [("memory.save", "alice_note"), ("memory.update", "alice_note"), ("memory.save", "bob_note"),
+              ("memory.delete", "bob_note")]),
         ("action=memory.update", [("memory.update", "alice_note")]),
         ("actor={alice}", [("memory.save", "alice_note"), ("memory.update", "alice_note")]),
         ("actor={admin}", [("memory.delete", "bob_note")]),

@@ -100,7 +100,7 @@ def test_idempotency_keys_expire_after_the_window(any_services: Services) -> Non
     held = keys.take(IdempotencyClaim("user-1", "key-1", "fingerprint"))
     assert held is not None and (held.status, held.response) == (201, {"ok": True})
 
-    expired = utc_timestamp(dt.datetime.now(dt.timezone.utc) - keys.window - dt.timedelta(minutes=1))
+    expired = utc_timestamp(dt.datetime.now(dt.UTC) - keys.window - dt.timedelta(minutes=1))
     with any_services.database.write() as conn:
         conn.execute(update(idempotency_keys).values(created=expired))
 

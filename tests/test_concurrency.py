@@ -49,7 +49,7 @@ def test_concurrent_saves_of_twenty_identities_make_exactly_twenty_memories(any_
     # No lost update: each row holds the content of the last event of its stream, which
     # is the save with the highest position for that name.
     latest = {}
-    for name, _, position, content in sorted(outcomes, key=lambda item: item[2]):
+    for name, _, _position, content in sorted(outcomes, key=lambda item: item[2]):
         latest[name] = content
     assert {row["name"]: row["content"] for row in rows} == latest
 

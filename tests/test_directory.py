@@ -73,7 +73,8 @@ def test_authenticate_returns_none_for_a_token_it_did_not_issue(directory, user,
         (["read"], ["memories"], "memories"),
     ],
 )
-def test_an_unknown_scope_or_permission_is_rejected_and_nothing_is_stored(services, directory, user, scopes, permissions, mentions):
+def test_an_unknown_scope_or_permission_is_rejected_and_nothing_is_stored(services, directory, user, scopes, permissions,
+                                                                          mentions):
     with pytest.raises(ValidationError) as raised:
         directory.create_token(user, scopes, permissions)
     assert mentions in raised.value.message

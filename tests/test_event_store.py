@@ -12,7 +12,8 @@ from memoryd.schema import events, metadata
 
 
 def _event(name: str = "note") -> MemorySaved:
-    return MemorySaved(Memory("id-" + name, name, "d", "general", "global", "", "c", "2026-01-01T00:00:00", "2026-01-01T00:00:00"))
+    moment = "2026-01-01T00:00:00"
+    return MemorySaved(Memory("id-" + name, name, "d", "general", "global", "", "c", moment, moment))
 
 
 def test_an_append_at_a_stale_version_is_a_conflict_and_writes_nothing(any_services):

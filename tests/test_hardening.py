@@ -318,7 +318,7 @@ def test_a_claim_whose_attempt_died_is_taken_over_once_abandoned(alice: Caller, 
     body = {"name": "n", "content": "c", "description": "d"}
     with alice.client.application.test_request_context(MEMORIES, method="POST", json=body):
         fingerprint = _fingerprint()
-    claimed = utc_timestamp(dt.datetime.now(dt.timezone.utc) - ABANDONED_AFTER - dt.timedelta(seconds=5))
+    claimed = utc_timestamp(dt.datetime.now(dt.UTC) - ABANDONED_AFTER - dt.timedelta(seconds=5))
     with services.database.write() as conn:  # an attempt that claimed the key and died before appending
         conn.execute(idempotency_keys.insert().values(user_id=alice.user_id, key="orphan", fingerprint=fingerprint,
                                                       position=None, created=claimed, attempt="dead"))

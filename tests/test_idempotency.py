@@ -377,7 +377,7 @@ def test_an_expired_key_may_be_used_for_another_request_without_a_conflict(alice
 
 def test_a_key_inside_the_window_is_still_replayed(alice: Caller, services: Services) -> None:
     save(alice, "recent-key")
-    age_every_key(services, (dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=23)).strftime("%Y-%m-%dT%H:%M:%S"))
+    age_every_key(services, (dt.datetime.now(dt.UTC) - dt.timedelta(hours=23)).strftime("%Y-%m-%dT%H:%M:%S"))
 
     retry = save(alice, "recent-key")
 

@@ -69,7 +69,8 @@ class RecordingProjection:
 
 def _memory(index: int) -> MemorySaved:
     name = f"m{index}"
-    return MemorySaved(Memory(f"id{index}", name, "d", "general", "global", "", "c", "2026-01-01T00:00:00", "2026-01-01T00:00:00"))
+    moment = "2026-01-01T00:00:00"
+    return MemorySaved(Memory(f"id{index}", name, "d", "general", "global", "", "c", moment, moment))
 
 
 def _tail_while_writing(url: str, store_class: type[EventStore]) -> tuple[list[int], list[int]]:

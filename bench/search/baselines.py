@@ -40,9 +40,9 @@ numpy index's exact scores on the first ``--slow-queries`` queries. ``top-10 ok`
 the share of an engine's top 10 whose exact score reaches the exact 10th score
 (tie-aware: any valid exact top 10 counts); ``top-10 same`` is plain set overlap.
 
-    /work/venv/bin/python bench/search/baselines.py                 # 100,000 memories
-    /work/venv/bin/python bench/search/baselines.py --count 20000   # quick
-    /work/venv/bin/python bench/search/baselines.py --engines numpy,tantivy
+    .venv/bin/python bench/search/baselines.py                 # 100,000 memories
+    .venv/bin/python bench/search/baselines.py --count 20000   # quick
+    .venv/bin/python bench/search/baselines.py --engines numpy,tantivy
 """
 
 from __future__ import annotations

@@ -42,10 +42,10 @@ Timing loops run ``--rounds`` times (default 2: the machine is shared) and each 
 has a time budget (``--budget`` s). The load average is printed at each part's start
 and end. Tables go to stdout (markdown), progress to stderr.
 
-    /work/venv/bin/python bench/search/bench_index.py                          # parts 1,3-7 (4-10 min by the day)
-    /work/venv/bin/python bench/search/bench_index.py --part 2 --million       # 1,000,000 (2-5 min, ~6 GB peak)
-    /work/venv/bin/python bench/search/bench_index.py --part 1 --count 20000   # quick
-    /work/venv/bin/python bench/search/bench_index.py --part 5,6 --cli --keep /tmp/bench-db  # keep the DB, log
+    .venv/bin/python bench/search/bench_index.py                          # parts 1,3-7 (4-10 min by the day)
+    .venv/bin/python bench/search/bench_index.py --part 2 --million       # 1,000,000 (2-5 min, ~6 GB peak)
+    .venv/bin/python bench/search/bench_index.py --part 1 --count 20000   # quick
+    .venv/bin/python bench/search/bench_index.py --part 5,6 --cli --keep /tmp/bench-db  # keep the DB, log
 """
 
 from __future__ import annotations
@@ -671,7 +671,8 @@ def update_table(index: SearchIndex, fresh: Memories, operations: int,
     finally:
         gc.enable()
     print(f"{title}: {operations:,} operations, shuffled (load {load()})\n")
-    print("| operation | n | p50 ms | p95 ms | p99 ms | max ms | target (p95) | | apply + query for its unique word, p50 / p95 ms |")
+    print("| operation | n | p50 ms | p95 ms | p99 ms | max ms | target (p95) | "
+          "| apply + query for its unique word, p50 / p95 ms |")
     print("|---|---:|---:|---:|---:|---:|---|---|---|")
     for kind, target in (("add", 0.5), ("replace", 0.5), ("delete", 0.05)):
         t = times[kind]
@@ -679,7 +680,8 @@ def update_table(index: SearchIndex, fresh: Memories, operations: int,
         print(f"| {kind} | {len(t)} | {pct(t, 50):.3f} | {pct(t, 95):.3f} | {pct(t, 99):.3f} | {max(t):.2f} | "
               f"<= {target} ms | {verdict(pct(t, 95) <= target)} | {both} |")
     merge_note = ", ".join(f"{k} {ms:.1f} ms" for k, ms in merges[:8]) + (" ..." if len(merges) > 8 else "")
-    print(f"\nDelta freezes during these operations (background merges follow): {len(merges)}" + (f" ({merge_note})" if merges else "")
+    print(f"\nDelta freezes during these operations (background merges follow): {len(merges)}"
+          + (f" ({merge_note})" if merges else "")
           + (f"; unique-word checks: {sum(len(v) for v in seen.values()) - misses} of "
              f"{sum(len(v) for v in seen.values())} found at once (the only hit)" if check else ""))
     return times
@@ -1153,7 +1155,8 @@ def main() -> None:
     import projections.search_index as measured
     print(f"\n- code measured: `{measured.__file__}`")
     print(f"- machine: nproc {len(os.sched_getaffinity(0))}, load average {load()} (1/5/15 min) at the start; "
-          f"{bl.versions()}; git {commit}{' + uncommitted changes in ' + ', '.join(l[3:] for l in dirty.splitlines()) if dirty else ''}")
+          f"{bl.versions()}; git {commit}"
+          f"{' + uncommitted changes in ' + ', '.join(line[3:] for line in dirty.splitlines()) if dirty else ''}")
     workdir = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-index-"))
     workdir.mkdir(parents=True, exist_ok=True)
     shared = Shared(args, workdir=workdir)

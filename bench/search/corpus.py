@@ -27,9 +27,9 @@ flat ``int32`` array with offsets, so index benchmarks can skip tokenizing text:
 
 CLI (from the repo root)::
 
-    /work/venv/bin/python bench/search/corpus.py --count 1000000               # time generation
-    /work/venv/bin/python bench/search/corpus.py --count 100000 --out m.jsonl  # write JSONL
-    /work/venv/bin/python bench/search/corpus.py --count 1000000 --namespaces 1000 --out m.jsonl
+    .venv/bin/python bench/search/corpus.py --count 1000000               # time generation
+    .venv/bin/python bench/search/corpus.py --count 100000 --out m.jsonl  # write JSONL
+    .venv/bin/python bench/search/corpus.py --count 1000000 --namespaces 1000 --out m.jsonl
 """
 
 from __future__ import annotations

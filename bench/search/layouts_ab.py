@@ -6,8 +6,8 @@ turn) in interleaved blocks of 60, each apply timed alone; then the same queries
 one-namespace caller and for the admin, interleaved. The first layout is loaded from git
 (``git show 51bcebf:projections/search_index.py``), so this needs a git checkout.
 
-    /work/venv/bin/python bench/search/layouts_ab.py                 # ~10 min, ~9 GB peak
-    /work/venv/bin/python bench/search/layouts_ab.py --count 100000  # quick
+    .venv/bin/python bench/search/layouts_ab.py                 # ~10 min, ~9 GB peak
+    .venv/bin/python bench/search/layouts_ab.py --count 100000  # quick
 """
 
 from __future__ import annotations

@@ -28,9 +28,9 @@ namespace (admin) takes the "no filter" path in every layout.
 Checks: the three layouts return the same top 20 and scores; on a few 1-namespace
 queries they equal plain-Python BM25 over just that namespace's memories.
 
-    /work/venv/bin/python bench/search/namespaces.py                       # 1,000,000 x 1,000 namespaces
-    /work/venv/bin/python bench/search/namespaces.py --count 100000 --namespaces 100
-    /work/venv/bin/python bench/search/namespaces.py --callers 1,1000       # just the two targets
+    .venv/bin/python bench/search/namespaces.py                       # 1,000,000 x 1,000 namespaces
+    .venv/bin/python bench/search/namespaces.py --count 100000 --namespaces 100
+    .venv/bin/python bench/search/namespaces.py --callers 1,1000       # just the two targets
 """
 
 from __future__ import annotations

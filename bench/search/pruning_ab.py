@@ -7,8 +7,8 @@ memories that still can (MaxScore; ``projections/search_index.py``). Setting
 scored. This runs both on one built index, query by query in alternating order, checks
 that each answer is identical (ids, order and scores), and prints p50/p95 and the ratio.
 
-    /work/venv/bin/python bench/search/pruning_ab.py                                     # 100,000 all visible, ~1 min
-    /work/venv/bin/python bench/search/pruning_ab.py --count 1000000 --namespaces 1000   # admin + one-namespace caller, ~3 min
+    .venv/bin/python bench/search/pruning_ab.py                                     # 100,000 all visible, ~1 min
+    .venv/bin/python bench/search/pruning_ab.py --count 1000000 --namespaces 1000   # admin + one-namespace caller, ~3 min
 """
 
 from __future__ import annotations
