@@ -12,11 +12,13 @@ from __future__ import annotations
 import os
 import random
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, insert, select, text
 
 from events.store import EventStore
 from events.types import EventMetadata, MemorySaved, RecordedEvent, memory_stream_id
@@ -36,13 +38,17 @@ RUNS = int(os.environ.get("MEMORYD_NEVER_SKIP_RUNS", "5"))
 
 
 class SlowCommitDatabase(Database):
-    """Holds every write transaction open 0-4 ms before it commits."""
+    """Holds every write transaction open 0-4 ms (seeded) before it commits."""
+
+    def __init__(self, url: str, seed: int) -> None:
+        super().__init__(url)
+        self.random = random.Random(seed)
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
         with super().write() as conn:
             yield conn
-            threading.Event().wait(random.uniform(0, 0.004))
+            threading.Event().wait(self.random.uniform(0, 0.004))
 
 
 class UnorderedEventStore(EventStore):
@@ -73,9 +79,9 @@ def _memory(index: int) -> MemorySaved:
     return MemorySaved(Memory(f"id{index}", name, "d", "general", "global", "", "c", moment, moment))
 
 
-def _tail_while_writing(url: str, store_class: type[EventStore]) -> tuple[list[int], list[int]]:
+def _tail_while_writing(url: str, store_class: type[EventStore], seed: int) -> tuple[list[int], list[int]]:
     """Write EVENTS_PER_RUN events from 8 threads while a projector tails the log."""
-    database = SlowCommitDatabase(url)
+    database = SlowCommitDatabase(url, seed)
     store = store_class(database)
     recording = RecordingProjection()
     projector = Projector(database, store, [recording])
@@ -114,7 +120,7 @@ def _tail_while_writing(url: str, store_class: type[EventStore]) -> tuple[list[i
 @pytest.mark.parametrize("run", range(RUNS))
 def test_a_tailing_projector_never_skips_an_event_with_eight_slow_writers(postgres_url, run):
     make_services(postgres_url).database.dispose()
-    seen, committed = _tail_while_writing(postgres_url, EventStore)
+    seen, committed = _tail_while_writing(postgres_url, EventStore, seed=run)
     assert len(committed) == EVENTS_PER_RUN
     assert seen == committed  # every event once, in position order
 
@@ -122,10 +128,20 @@ def test_a_tailing_projector_never_skips_an_event_with_eight_slow_writers(postgr
 def test_without_serialized_appends_the_same_reader_does_skip_events(postgres_url):
     """The control: proves the test above would notice a skip."""
     make_services(postgres_url).database.dispose()
-    seen, committed = _tail_while_writing(postgres_url, UnorderedEventStore)
+    seen, committed = _tail_while_writing(postgres_url, UnorderedEventStore, seed=7)
     skipped = set(committed) - set(seen)
     assert len(committed) == EVENTS_PER_RUN
     assert skipped, "the naive reader skipped nothing: the hazard was not reproduced"
+
+
+def _until_waiting_for_the_append_lock(services: Any, count: int) -> None:
+    query = text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+    deadline = time.monotonic() + 10
+    with services.database.engine.connect() as conn:
+        while conn.execute(query).scalar_one() < count:
+            assert time.monotonic() < deadline, "the later appends never queued behind the open transaction"
+            threading.Event().wait(0.01)
+            conn.commit()  # a fresh snapshot of pg_locks each time
 
 
 def test_a_position_held_by_an_open_transaction_is_passed_only_after_it_rolls_back(built_postgres):
@@ -159,7 +175,7 @@ def test_a_position_held_by_an_open_transaction_is_passed_only_after_it_rolls_ba
                                                           EventMetadata())) for i in (1, 2, 3)]
     for thread in later:
         thread.start()
-    threading.Event().wait(0.2)  # the later appends are queued behind the open transaction
+    _until_waiting_for_the_append_lock(services, 3)  # observed: the later appends queue behind the open one
     assert projector.catch_up() == 1, "the projector must not pass a position whose transaction is open"
     release.set()
     holder.join()
