@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from typing import Any
 
 from rq import SimpleWorker
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 
+from commands.handlers import Outcome
+from commands.model import SaveMemory
+from events.types import EventMetadata, RecordedEvent
 from memoryd.app.services import Services
+from memoryd.domain import Namespace
 from memoryd.schema import structured_memories
 
 
@@ -43,3 +52,52 @@ def rebuild_equals_live(services: Services) -> bool:
     live = table_rows(services)
     services.projector.rebuild(services.memory_table)
     return table_rows(services) == live
+
+
+GLOBAL = Namespace("global", "")
+
+
+def save_memory(services: Services, name: str, content: str = "content", namespace: Namespace = GLOBAL,
+                memory_type: str | None = None, surface: str = "cli") -> Outcome:
+    """Save through the command bus, as the CLI would (no HTTP in between)."""
+    command = SaveMemory(name, content, "description", memory_type, namespace)
+    return services.bus.handle(command, EventMetadata(surface=surface))
+
+
+def names(response: Any) -> list[str]:
+    """The names in a list or search answer, in its order (the answer must be a 200)."""
+    assert response.status_code == 200, response.json
+    return [row["name"] for row in response.json["memories"]]
+
+
+class RecordingProjection:
+    """Remembers every position it is given, in order."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.positions: list[int] = []
+
+    def apply(self, conn: Connection, recorded: RecordedEvent) -> None:
+        self.positions.append(recorded.position)
+
+    def reset(self, conn: Connection) -> None:
+        self.positions.clear()
+
+
+def spawn_worker(services: Services, log_path: str | None = None) -> subprocess.Popen[bytes]:
+    """``memoryd worker`` on the services' database, Redis and queue; its log to ``log_path`` if given."""
+    env = {**os.environ, "MEMORYD_DATABASE_URL": services.config.storage.database_url,
+           "MEMORYD_REDIS_URL": services.config.workers.redis_url, "MEMORYD_QUEUE": services.config.workers.queue,
+           "MEMORYD_CATCH_UP_INTERVAL_MS": "100"}
+    with open(log_path or os.environ.get("MEMORYD_TEST_WORKER_LOG", os.devnull), "ab") as log:  # the child keeps its copy
+        return subprocess.Popen([sys.executable, "-m", "memoryd", "worker"], env=env, stdout=log, stderr=log)
+
+
+def until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    """Poll ``condition`` until it holds (an observed state, not a guess at timing); fail after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)

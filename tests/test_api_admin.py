@@ -12,6 +12,7 @@ import pytest
 from commands.model import SaveMemory
 from events.types import EventMetadata
 from memoryd.domain import Namespace
+from tests.helpers import names as listed
 
 LIST = "/v1/api/admin/memories"
 SEARCH = "/v1/api/admin/memories/search"
@@ -27,7 +28,7 @@ def seed(services, name, scope="global", scope_id="", memory_type=None, content=
 
 
 def names(response):
-    return sorted(memory["name"] for memory in response.json["memories"])
+    return sorted(listed(response))
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from commands.model import SaveMemory
 from events.types import EventMetadata
 from memoryd.app.services import Services
 from memoryd.domain import Namespace
+from tests.helpers import names
 
 if TYPE_CHECKING:
     from tests.conftest import Caller, MakeCaller
@@ -27,10 +28,6 @@ TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$")
 ROW_KEYS = {"memory_id", "name", "description", "type", "scope", "scope_id", "content",
             "created", "updated", "last_accessed", "access_count"}
 
-
-def names(response: Any) -> list[str]:
-    assert response.status_code == 200, response.json
-    return [row["name"] for row in response.json["memories"]]
 
 
 def search(caller: Caller, query: str, **fields: Any) -> Any:

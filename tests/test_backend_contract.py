@@ -12,7 +12,6 @@ from typing import Any
 
 from sqlalchemy import select, update
 
-from commands.model import SaveMemory
 from events.idempotency import IdempotencyClaim
 from events.types import EventMetadata, MemorySaved, memory_stream_id
 from memoryd.app.services import Services
@@ -21,13 +20,11 @@ from memoryd.schema import idempotency_keys, memory_access
 from projections.filters import MemoryFilter
 from projections.project_tables import get_project
 from projections.search import SearchService
-from tests.helpers import rebuild_equals_live
+from tests.helpers import rebuild_equals_live, save_memory
 
 
 def saved(services: Services, name: str, content: str = "alpha beta", scope: str = "global", scope_id: str = "") -> Any:
-    command = SaveMemory.validated(name=name, content=content, description="d", type=None, max_content=1000,
-                                   resolve_namespace=lambda: Namespace(scope, scope_id))
-    return services.bus.handle(command, EventMetadata(surface="cli"))
+    return save_memory(services, name, content, Namespace(scope, scope_id))
 
 
 def test_tool_reads_are_counted_beside_the_log(any_services: Services) -> None:

@@ -9,12 +9,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from commands.model import SaveMemory
-from events.types import EventMetadata
 from memoryd.app.services import Services
 from memoryd.cli import main
-from memoryd.domain import Namespace
-from tests.helpers import run_queued_jobs
+from tests.helpers import run_queued_jobs, save_memory
 from workers import jobs
 
 DEAD_REDIS = "redis://127.0.0.1:1/0"
@@ -46,8 +43,7 @@ def status(sqlite_url: str, queue_name: str) -> Any:
 
 def save(services: Services, *names: str) -> None:
     for name in names:
-        services.bus.handle(SaveMemory(name, "content", "description", None, Namespace("global", "")),
-                            EventMetadata(surface="cli"))
+        save_memory(services, name)
 
 
 def test_status_reports_head_checkpoint_lag_and_no_queue_in_process(built: Any, status: Any) -> None:

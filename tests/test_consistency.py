@@ -19,6 +19,7 @@ from events.types import EventMetadata, MemorySaved, memory_stream_id
 from memoryd.app.services import Services
 from memoryd.domain import Memory
 from tests.conftest import _caller_factory
+from tests.helpers import names
 from workers import jobs
 
 if TYPE_CHECKING:
@@ -33,10 +34,6 @@ DEAD_REDIS = "redis://127.0.0.1:1/0"  # nothing listens on port 1
 def positions_in_log(services: Services) -> list[int]:
     return [event.position for event in services.store.iter_all()]
 
-
-def names(response: Any) -> list[str]:
-    assert response.status_code == 200, response.json
-    return [row["name"] for row in response.json["memories"]]
 
 
 def admin_of(services: Services) -> Caller:

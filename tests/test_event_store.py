@@ -3,6 +3,8 @@
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlalchemy import delete, insert
 
 from events.store import ConcurrencyConflict
@@ -35,7 +37,12 @@ def test_positions_increase_and_are_never_reused(any_services):
     assert first < second < third
 
 
-def test_stream_ids_cannot_collide_whatever_the_characters(any_services):
+IDENTITY = st.tuples(st.text(max_size=12), st.sampled_from(["global", "user", "workstream"]), st.text(max_size=12))
+
+
+@given(IDENTITY, IDENTITY)
+def test_stream_ids_cannot_collide_whatever_the_characters(one, other):
+    assert (memory_stream_id(*one) == memory_stream_id(*other)) == (one == other)
     assert memory_stream_id("a:b", "global", "") != memory_stream_id("b", "global", "a:")
     assert memory_stream_id('x","y', "user", "") != memory_stream_id("y", "user", 'x","')
 

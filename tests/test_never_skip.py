@@ -21,12 +21,13 @@ import pytest
 from sqlalchemy import Connection, insert, select, text
 
 from events.store import EventStore
-from events.types import EventMetadata, MemorySaved, RecordedEvent, memory_stream_id
+from events.types import EventMetadata, MemorySaved, memory_stream_id
 from memoryd.db import Database
 from memoryd.domain import Memory
 from memoryd.schema import events, projection_gaps
 from projections.projector import Projector
 from tests.conftest import make_services
+from tests.helpers import RecordingProjection
 
 pytestmark = pytest.mark.postgres
 
@@ -56,21 +57,6 @@ class UnorderedEventStore(EventStore):
 
     def _order_appends(self, conn: Connection) -> None:
         pass
-
-
-class RecordingProjection:
-    """Remembers every position it is given, in order."""
-
-    name = "recording"
-
-    def __init__(self) -> None:
-        self.positions: list[int] = []
-
-    def apply(self, conn: Connection, recorded: RecordedEvent) -> None:
-        self.positions.append(recorded.position)
-
-    def reset(self, conn: Connection) -> None:
-        self.positions.clear()
 
 
 def _memory(index: int) -> MemorySaved:

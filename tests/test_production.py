@@ -13,8 +13,7 @@ import urllib.request
 
 import pytest
 
-from tests.helpers import free_port
-from tests.test_workers import _spawn_worker
+from tests.helpers import free_port, spawn_worker
 
 pytestmark = pytest.mark.postgres
 
@@ -41,7 +40,7 @@ def test_two_gunicorn_processes_and_a_worker_serve_reads_of_their_own_writes(bui
            "MEMORYD_QUEUE": services.config.workers.queue}
     api = subprocess.Popen([sys.executable, "-m", "gunicorn", "-w", "2", "-b", f"127.0.0.1:{port}", "api.wsgi:application"],
                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    worker = _spawn_worker(services)
+    worker = spawn_worker(services)
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

@@ -1,22 +1,18 @@
 """The structured_memories projection: exactly once, idempotent, rebuildable."""
 
-from commands.model import DeleteMemory, DeleteMemoryById, SaveMemory
+from commands.model import DeleteMemory, DeleteMemoryById
 from events.types import EventMetadata
 from memoryd.domain import Namespace
-from tests.helpers import rebuild_equals_live, table_rows
+from tests.helpers import rebuild_equals_live, save_memory, table_rows
 
 GLOBAL = Namespace("global", "")
-
-
-def _save(services, name, content="content", namespace=GLOBAL, memory_type=None):
-    return services.bus.handle(SaveMemory(name, content, "description", memory_type, namespace), EventMetadata())
 
 
 def test_applying_every_event_a_second_time_changes_nothing(any_services):
     services = any_services
     for index in range(5):
-        _save(services, f"note_{index}", memory_type="feedback")
-    _save(services, "note_1", "changed")
+        save_memory(services, f"note_{index}", memory_type="feedback")
+    save_memory(services, "note_1", "changed")
     services.bus.handle(DeleteMemory("note_2", GLOBAL), EventMetadata())
     before = table_rows(services)
     with services.database.write() as conn:
@@ -27,7 +23,7 @@ def test_applying_every_event_a_second_time_changes_nothing(any_services):
 
 def test_catching_up_again_applies_nothing_twice(any_services):
     services = any_services
-    _save(services, "note")
+    save_memory(services, "note")
     before = table_rows(services)
     head = services.store.head_position()
     assert services.projector.catch_up() == head
@@ -38,12 +34,12 @@ def test_catching_up_again_applies_nothing_twice(any_services):
 def test_a_rebuild_from_the_log_equals_the_live_table_after_mixed_writes(any_services):
     services = any_services
     for index in range(30):
-        _save(services, f"note_{index % 12}", f"version {index}", memory_type=["user", None, "reference"][index % 3])
-    _save(services, "mine", namespace=Namespace("user", "u1"))
+        save_memory(services, f"note_{index % 12}", f"version {index}", memory_type=["user", None, "reference"][index % 3])
+    save_memory(services, "mine", namespace=Namespace("user", "u1"))
     services.bus.handle(DeleteMemory("note_3", GLOBAL), EventMetadata())
-    doomed = _save(services, "note_4").memory.memory_id
+    doomed = save_memory(services, "note_4").memory.memory_id
     services.bus.handle(DeleteMemoryById(doomed), EventMetadata(surface="admin"))
-    recreated = _save(services, "note_3", "back again")
+    recreated = save_memory(services, "note_3", "back again")
     assert recreated.created
     assert len(table_rows(services)) == 12
     assert rebuild_equals_live(services)
@@ -52,7 +48,7 @@ def test_a_rebuild_from_the_log_equals_the_live_table_after_mixed_writes(any_ser
 
 def test_a_rebuild_repairs_a_damaged_read_model(any_services):
     services = any_services
-    _save(services, "note")
+    save_memory(services, "note")
     expected = table_rows(services)
     with services.database.write() as conn:
         services.memory_table.reset(conn)
@@ -62,7 +58,7 @@ def test_a_rebuild_repairs_a_damaged_read_model(any_services):
 
 
 def test_a_save_after_a_delete_creates_a_new_memory_id(services):
-    first = _save(services, "note").memory.memory_id
+    first = save_memory(services, "note").memory.memory_id
     services.bus.handle(DeleteMemory("note", GLOBAL), EventMetadata())
-    second = _save(services, "note")
+    second = save_memory(services, "note")
     assert second.created and second.memory.memory_id != first

@@ -8,7 +8,6 @@ import random
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -16,20 +15,27 @@ from typing import Any
 
 import pytest
 
-from commands.model import SaveMemory
 from events.store import ConcurrencyConflict
 from events.types import EventMetadata, MemorySaved, memory_stream_id
 from memoryd.domain import Memory, Namespace
 from projections.projector import Projector
-from tests.helpers import free_port, rebuild_equals_live, run_queued_jobs, table_rows
-from tests.test_never_skip import RecordingProjection
+from tests.helpers import (
+    RecordingProjection,
+    free_port,
+    rebuild_equals_live,
+    run_queued_jobs,
+    save_memory,
+    spawn_worker,
+    table_rows,
+    until,
+)
 from workers import jobs
 
 GLOBAL = Namespace("global", "")
 
 
-def _save(services, name: str, content: str = "content") -> int:
-    return services.bus.handle(SaveMemory(name, content, "description", None, GLOBAL), EventMetadata()).position
+def _save(services: Any, name: str, content: str = "content") -> int:
+    return save_memory(services, name, content).position
 
 
 def test_a_hundred_racing_pairs_at_the_same_expected_version_have_one_winner_each(any_services):
@@ -96,24 +102,6 @@ def test_jobs_delivered_twice_concurrently_sequentially_and_out_of_order_apply_e
     assert rebuild_equals_live(queued)
 
 
-def _spawn_worker(services, log_path: str | None = None) -> subprocess.Popen[bytes]:
-    """``memoryd worker`` on the services' database, Redis and queue; its log to ``log_path`` if given."""
-    env = {**os.environ, "MEMORYD_DATABASE_URL": services.config.storage.database_url,
-           "MEMORYD_REDIS_URL": services.config.workers.redis_url, "MEMORYD_QUEUE": services.config.workers.queue,
-           "MEMORYD_CATCH_UP_INTERVAL_MS": "100"}
-    with open(log_path or os.environ.get("MEMORYD_TEST_WORKER_LOG", os.devnull), "ab") as log:  # the child keeps its copy
-        return subprocess.Popen([sys.executable, "-m", "memoryd", "worker"], env=env, stdout=log, stderr=log)
-
-
-def _until(condition: Any, what: str, timeout: float = 30.0) -> None:
-    """Poll ``condition`` until it holds (observed state, not a guess at timing); fail after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
 class Writer(threading.Thread):
     """Keeps saving (creating and updating memories) until stopped."""
 
@@ -145,9 +133,9 @@ def test_workers_killed_mid_catch_up_again_and_again_leave_the_table_equal_to_a_
     writer.start()
     progress = [services.projector.checkpoint("structured_memories")]
     for _ in range(KILLS):
-        worker = _spawn_worker(services)
+        worker = spawn_worker(services)
         # observed: this worker has committed at least one batch, and the writer keeps a backlog, so it is mid catch-up
-        _until(lambda: services.projector.checkpoint("structured_memories") > progress[-1], "the worker to project")
+        until(lambda: services.projector.checkpoint("structured_memories") > progress[-1], "the worker to project")
         worker.send_signal(signal.SIGKILL)
         worker.wait()
         progress.append(services.projector.checkpoint("structured_memories"))
@@ -156,7 +144,7 @@ def test_workers_killed_mid_catch_up_again_and_again_leave_the_table_equal_to_a_
     assert not writer.errors
     assert progress == sorted(set(progress)), f"every killed worker had moved the checkpoint: {progress}"
 
-    survivor = _spawn_worker(services)
+    survivor = spawn_worker(services)
     try:
         head = services.store.head_position()
         assert services.projector.wait_for(head, timeout=60)[0]
@@ -199,7 +187,7 @@ def test_with_redis_stopped_writes_still_land_and_projections_catch_up_with_no_m
                                                                                           private_redis):
     redis_url, start_redis, stop_redis = private_redis
     services = built_postgres(redis_url)
-    worker = _spawn_worker(services)
+    worker = spawn_worker(services)
     try:
         first = _save(services, "before_outage")
         assert services.projector.wait_for(first, timeout=20)[0]
@@ -223,13 +211,13 @@ def test_a_worker_waiting_for_redis_to_come_back_stops_when_asked(built_postgres
     redis_url, _, stop_redis = private_redis
     services = built_postgres(redis_url)
     log = tmp_path / "worker.log"
-    worker = _spawn_worker(services, str(log))
+    worker = spawn_worker(services, str(log))
     try:
         _save(services, "before")
         assert services.projector.wait_for(services.store.head_position(), timeout=20)[0]
         stop_redis()
         # observed: the worker's RQ loop has lost Redis and waits between its retries
-        _until(lambda: "could not connect to Redis" in log.read_text(errors="replace"), "the worker to lose Redis")
+        until(lambda: "could not connect to Redis" in log.read_text(errors="replace"), "the worker to lose Redis")
         worker.send_signal(signal.SIGTERM)
         assert worker.wait(timeout=15) == 0
     finally:
