@@ -218,3 +218,24 @@ def admin(make_caller: MakeCaller) -> Caller:
 def any_make_caller(any_services: Services) -> MakeCaller:
     """``make_caller`` on each backend in turn."""
     return _caller_factory(create_app(any_services), any_services)
+
+
+@dataclass
+class Cast:
+    """Alice and Bob with a workstream each, a service token, and a workstream nobody owns."""
+
+    alice: Caller
+    bob: Caller
+    service: Caller
+    alice_workstream: str
+    bob_workstream: str
+    unowned_workstream: str
+
+
+@pytest.fixture
+def cast(make_caller: MakeCaller, services: Services) -> Cast:
+    alice, bob, service = make_caller(), make_caller(), make_caller("read,write,service")
+    return Cast(alice, bob, service,
+                services.directory.create_workstream(alice.user_id, "alice's"),
+                services.directory.create_workstream(bob.user_id, "bob's"),
+                services.directory.create_workstream(None, "nobody's"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -20,7 +20,7 @@ from memoryd.domain import Namespace
 from tests.helpers import names
 
 if TYPE_CHECKING:
-    from tests.conftest import Caller, MakeCaller
+    from tests.conftest import Caller, Cast
 
 MEMORIES = "/v1/api/memories"
 SEARCH = "/v1/api/memories/search"
@@ -379,22 +379,11 @@ def test_listing_and_searching_through_the_api_leave_access_counters_alone(alice
 # -- visibility ---------------------------------------------------------------
 
 
-@dataclass
-class World:
-    """Alice, Bob, a service token and memories in every kind of namespace."""
-
-    alice: Caller
-    bob: Caller
-    service: Caller
-    alice_workstream: str
-    bob_workstream: str
-
-
 @pytest.fixture
-def world(make_caller: MakeCaller, services: Services) -> World:
-    alice, bob, service = make_caller(), make_caller(), make_caller("read,write,service")
-    alice_ws = services.directory.create_workstream(alice.user_id, "alice's")
-    bob_ws = services.directory.create_workstream(bob.user_id, "bob's")
+def world(cast: Cast, services: Services) -> Cast:
+    """The cast, with memories in every kind of namespace."""
+    alice, bob, service = cast.alice, cast.bob, cast.service
+    alice_ws, bob_ws = cast.alice_workstream, cast.bob_workstream
     for caller, name, scope in [(alice, "everyone", {}), (alice, "alice_own", {"scope": "user"}),
                                 (bob, "bob_own", {"scope": "user"}), (service, "service_own", {"scope": "user"}),
                                 (alice, "alice_ws", {"scope": "workstream", "scope_id": alice_ws}),
@@ -404,7 +393,7 @@ def world(make_caller: MakeCaller, services: Services) -> World:
                             ("some_project", Namespace("project", "project-1"))]:
         command = SaveMemory(name=name, content="shared word", description="internal", type=None, namespace=namespace)
         services.bus.handle(command, EventMetadata(actor_user_id=alice.user_id, surface="tool"))
-    return World(alice, bob, service, alice_ws, bob_ws)
+    return cast
 
 
 Read = Callable[["Caller", dict[str, str]], Any]
@@ -415,13 +404,13 @@ READS: list[Any] = [
 
 
 @pytest.mark.parametrize("read", READS)
-def test_without_scope_a_caller_sees_global_and_their_own_user_memories_only(world: World, read: Read) -> None:
+def test_without_scope_a_caller_sees_global_and_their_own_user_memories_only(world: Cast, read: Read) -> None:
     assert sorted(names(read(world.alice, {}))) == ["alice_own", "everyone"]
     assert sorted(names(read(world.bob, {}))) == ["bob_own", "everyone"]
 
 
 @pytest.mark.parametrize("read", READS)
-def test_an_explicit_scope_shows_exactly_that_namespace(world: World, read: Read) -> None:
+def test_an_explicit_scope_shows_exactly_that_namespace(world: Cast, read: Read) -> None:
     alice, ws = world.alice, world.alice_workstream
     assert names(read(alice, {"scope": "global"})) == ["everyone"]
     assert names(read(alice, {"scope": "user"})) == ["alice_own"]
@@ -430,12 +419,12 @@ def test_an_explicit_scope_shows_exactly_that_namespace(world: World, read: Read
 
 
 @pytest.mark.parametrize("read", READS)
-def test_a_service_token_reads_any_workstream_but_only_its_own_user_scope(world: World, read: Read) -> None:
+def test_a_service_token_reads_any_workstream_but_only_its_own_user_scope(world: Cast, read: Read) -> None:
     assert names(read(world.service, {"scope": "workstream", "scope_id": world.bob_workstream})) == ["bob_ws"]
     assert names(read(world.service, {"scope": "user"})) == ["service_own"]
 
 
-def test_a_service_token_writes_into_any_workstream(world: World) -> None:
+def test_a_service_token_writes_into_any_workstream(world: Cast) -> None:
     scope = {"scope": "workstream", "scope_id": world.bob_workstream}
     saved = world.service.save("from_service", **scope)
     assert (saved.status_code, saved.json["scope_id"]) == (201, world.bob_workstream)

@@ -9,15 +9,12 @@ are covered for the whole HTTP surface in ``test_api_errors.py``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from memoryd.app.services import Services
-
 if TYPE_CHECKING:
-    from tests.conftest import Caller, MakeCaller
+    from tests.conftest import Caller, Cast
 
 MEMORIES = "/v1/api/memories"
 SEARCH = "/v1/api/memories/search"
@@ -220,25 +217,6 @@ def test_a_delete_with_bad_scope_parameters_is_a_400_and_deletes_nothing(
 
 
 # -- scope authorization, the same on all four endpoints ----------------------
-
-
-@dataclass
-class Cast:
-    alice: Caller
-    bob: Caller
-    service: Caller
-    alice_workstream: str
-    bob_workstream: str
-    unowned_workstream: str
-
-
-@pytest.fixture
-def cast(make_caller: MakeCaller, services: Services) -> Cast:
-    alice, bob, service = make_caller(), make_caller(), make_caller("read,write,service")
-    return Cast(alice, bob, service,
-                services.directory.create_workstream(alice.user_id, "alice's"),
-                services.directory.create_workstream(bob.user_id, "bob's"),
-                services.directory.create_workstream(None, "nobody's"))
 
 
 Attempt = Callable[["Caller", dict[str, str]], Any]
