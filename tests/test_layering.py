@@ -2,7 +2,7 @@
 
 From the top down:
 
-1. entry points and the composition root (``memoryd.bootstrap``, ``memoryd.cli``,
+1. entry points and the composition root (``memoryd.bootstrap``, the ``memoryd.cli`` package,
    ``api.wsgi``, ``workers.runner``): the only modules that import ``memoryd.bootstrap``;
 2. ``api`` and ``workers`` (neither imports the other);
 3. application services, ``memoryd.app``;
@@ -30,7 +30,7 @@ RANKS = {"top": 6, "api": 5, "workers": 5, "memoryd.app": 4, "commands": 3, "pro
 
 
 def group(module: str) -> str:
-    if module in TOP:
+    if module in TOP or any(module.startswith(f"{top}.") for top in TOP):
         return "top"
     if module == "memoryd.app" or module.startswith("memoryd.app."):
         return "memoryd.app"

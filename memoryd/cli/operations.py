@@ -1,0 +1,212 @@
+"""Commands that operate the store: schema, projections, the log, workers, status, bulk transfer."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import click
+
+from memoryd import migrate
+from memoryd.cli.base import command_services, main, reported
+from memoryd.logs import configure_logging
+from projections.filters import MemoryFilter
+from projections.queries import count_memories
+
+
+@main.group()
+def db() -> None:
+    """Manage the database schema."""
+
+
+@db.command("upgrade")
+@reported
+def db_upgrade() -> None:
+    """Create or upgrade the schema to the newest revision."""
+    services = command_services(prepare=False)
+    migrate.upgrade(services.database)
+    click.echo(f"database at the newest revision: {services.database.url!r}")
+
+
+@main.group()
+def projections() -> None:
+    """Operate the read models."""
+
+
+@projections.command("rebuild")
+@click.argument("which", type=click.Choice(["all", "table", "search"]), default="all")
+@reported
+def rebuild(which: str) -> None:
+    """Replay the whole event log into fresh read models.
+
+    table: the structured_memories table, in one transaction (readers see the
+    old table until it commits). search: the BM25 index, stored as the
+    snapshot that API processes and workers start from.
+    """
+    services = command_services()
+    if which in ("all", "table"):
+        position = services.projector.rebuild(services.memory_table)
+        with services.database.read() as conn:
+            count = count_memories(conn, MemoryFilter())
+        click.echo(f"rebuilt structured_memories from the log up to position {position}: {count} memories")
+    if which in ("all", "search"):
+        started = time.perf_counter()
+        with click.progressbar(length=services.store.head_position(), label="indexing", file=sys.stderr) as bar:
+            index = services.search.rebuild(bar.update)
+        position = services.search.save_snapshot()
+        click.echo(f"rebuilt the search index from the log up to position {position}: {len(index)} memories "
+                   f"in {time.perf_counter() - started:.1f} s (snapshot stored)")
+
+
+def _stopped(fault: Any) -> dict[str, Any] | None:
+    return None if fault is None else {"position": fault.position, "event_type": fault.event_type, "error": fault.error}
+
+
+@main.command()
+@click.option("--burst", is_flag=True, help="Run the queued jobs, then exit (for scripts and tests).")
+@reported
+def worker(burst: bool) -> None:
+    """Run projections from the Redis queue, plus a periodic catch-up from the log."""
+    from workers.runner import run_worker
+
+    configure_logging()
+    services = command_services()
+    if services.redis is None:
+        raise click.ClickException("memoryd worker needs Redis: set MEMORYD_REDIS_URL or [workers] redis_url")
+    run_worker(services, burst=burst)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@reported
+def status(as_json: bool) -> None:
+    """Head of the log, each projection's checkpoint and lag, queue depth, failed jobs."""
+    import json
+
+    from redis.exceptions import RedisError
+
+    services = command_services()
+    head = services.store.head_position()
+    faults = {fault.projection: fault for fault in services.projector.faults()}
+    report: dict[str, Any] = {
+        "head": head,
+        "projections": {p.name: {"checkpoint": (c := services.projector.checkpoint(p.name)), "lag": head - c,
+                                 "stopped": _stopped(faults.get(p.name))}
+                        for p in services.projector.projections},
+        "queue": None,
+    }
+    if services.queue is not None:
+        try:
+            report["queue"] = {"name": services.queue.name, "depth": services.queue.count,
+                               "failed_jobs": services.queue.failed_job_registry.count}
+        except RedisError as error:
+            report["queue"] = {"name": services.queue.name, "error": f"Redis unreachable: {error}"}
+    if as_json:
+        click.echo(json.dumps(report))
+        return
+    click.echo(f"log head: position {head}")
+    for name, progress in report["projections"].items():
+        click.echo(f"projection {name}: checkpoint {progress['checkpoint']}, lag {progress['lag']}")
+        if name in faults:
+            click.echo(f"  STOPPED: {faults[name].describe()}")
+            click.echo(f"  see the event with 'memoryd events show {faults[name].position}'; "
+                       f"supersede it with 'memoryd events supersede {faults[name].position} --reason ...'")
+    queue = report["queue"]
+    if queue is None:
+        click.echo("queue: none (projections run in-process)")
+    elif "error" in queue:
+        click.echo(f"queue {queue['name']}: {queue['error']}")
+    else:
+        click.echo(f"queue {queue['name']}: {queue['depth']} waiting, {queue['failed_jobs']} failed")
+
+
+@main.group()
+def memories() -> None:
+    """Bulk import and export (JSON Lines, one memory per line)."""
+
+
+@memories.command("import")
+@click.argument("source", type=click.Path(exists=True, dir_okay=False))
+@click.option("--batch", "batch_size", default=500, show_default=True, help="Memories per transaction.")
+@reported
+def import_(source: str, batch_size: int) -> None:
+    """Save each line's memory as an ordinary save event (checked whole before anything is written).
+
+    Each line: {"name", "content", "description", "type"?, "scope"? (default global), "scope_id"?}.
+    """
+    from memoryd.app.transfer import import_memories, read_commands
+
+    services = command_services()
+    with open(source, encoding="utf-8") as lines:
+        total = sum(1 for _ in read_commands(lines))  # validate everything first: all or nothing
+    with open(source, encoding="utf-8") as lines, click.progressbar(length=total, label="importing",
+                                                                      file=sys.stderr) as bar:
+        created, updated = import_memories(services.bus, lines, batch_size, bar.update)
+    services.projector.catch_up()
+    click.echo(f"imported {total} memories: {created} created, {updated} updated")
+
+
+@memories.command("export")
+@click.argument("target", type=click.File("w", encoding="utf-8"), default="-")
+@reported
+def export(target: Any) -> None:
+    """Write every current memory as JSON Lines (to TARGET, default standard output)."""
+    from memoryd.app.transfer import export_memories
+
+    services = command_services()
+    services.projector.catch_up()
+    count = export_memories(services.database, target)
+    click.echo(f"exported {count} memories", err=True)
+
+
+@main.group("events")
+def events_group() -> None:
+    """Read the event log; supersede an event that projections cannot apply."""
+
+
+@events_group.command("show")
+@click.argument("position", type=click.IntRange(min=1))
+@reported
+def show_event(position: int) -> None:
+    """Print the event at POSITION as JSON (unstorable text escaped)."""
+    import dataclasses
+    import json
+
+    recorded = command_services().store.event_at(position)
+    if recorded is None:
+        raise click.ClickException(f"no event at position {position}")
+    click.echo(json.dumps(dataclasses.asdict(recorded), indent=2))
+
+
+@events_group.command("supersede")
+@click.argument("position", type=click.IntRange(min=1))
+@click.option("--reason", required=True, help="Why: kept in the log as the audit trail.")
+@click.option("--replacement", "replacement_file", type=click.File("r"),
+              help='JSON file {"event_type": ..., "payload": {...}} to apply instead (default: the original '
+                   "with its unstorable text repaired).")
+@reported
+def supersede(position: int, reason: str, replacement_file: Any) -> None:
+    """Let stopped projections move past the event at POSITION.
+
+    Appends an event.supersede event; projections apply its replacement in
+    place of the original, which stays in the log. Only an event a projection
+    is stopped on can be superseded.
+    """
+    import json
+
+    from commands.supersede import SupersedeEvent
+    from events.types import EventMetadata
+
+    services = command_services()
+    stopped = [fault.projection for fault in services.projector.faults() if fault.position == position]
+    if not stopped:
+        raise click.ClickException(f"no projection is stopped on the event at position {position}; "
+                                   "'memoryd status' shows where projections stand")
+    try:
+        replacement = json.load(replacement_file) if replacement_file is not None else None
+    except ValueError as error:
+        raise click.ClickException(f"the replacement file is not JSON: {error}") from None
+    outcome = services.bus.handle(SupersedeEvent(position, reason, replacement), EventMetadata(surface="cli"))
+    click.echo(f"superseded the event at position {position} by the event at position {outcome.position}; "
+               f"{', '.join(stopped)} moved on")
