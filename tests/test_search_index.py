@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import threading
@@ -22,8 +23,8 @@ from events.types import (
 )
 from memoryd.domain import Memory, Namespace
 from projections.filters import MemoryFilter, ScopePattern
-from projections.ranking import idf, tokenize
-from projections.search_index import SearchIndex
+from projections.search import SearchIndex, SnapshotFormatError, Tuning
+from projections.search.ranking import idf, tokenize
 
 WORDS = [f"w{index}" for index in range(40)]
 GLOBAL = MemoryFilter(scopes=(ScopePattern("global"),))
@@ -61,22 +62,18 @@ def oracle(memories: list[Memory], query: str) -> dict[str, float]:
 
 def answer_with(index: SearchIndex, where: MemoryFilter, query: str, limit: int,
                 **settings: float) -> list[tuple[str, float]]:
-    """The answer with the index module's pruning constants set to ``settings`` for this search."""
-    import projections.search_index as module
-
-    saved = {name: getattr(module, name) for name in settings}
-    for name, value in settings.items():
-        setattr(module, name, value)
+    """The answer with the index's pruning tuned by ``settings`` for this search."""
+    saved = index.tuning
+    index.tuning = dataclasses.replace(saved, **settings)
     try:
         return [(h.memory_id, h.score) for h in index.search(where, query, limit)]
     finally:
-        for name, value in saved.items():
-            setattr(module, name, value)
+        index.tuning = saved
 
 
-UNPRUNED = {"PRUNE_FROM": math.inf}  # no query touches that many postings: every posting gets scored
-EAGER = {"PRUNE_FROM": 0, "SCAN_COST": 0, "LOOKUP_COST": 0}  # prune whenever the bound allows, by lookups
-PRUNING = {"PRUNE_FROM": 0}  # prune as the cost model decides, however small the query
+UNPRUNED = {"prune_from": math.inf}  # no query touches that many postings: every posting gets scored
+EAGER = {"prune_from": 0, "scan_cost": 0, "lookup_cost": 0}  # prune whenever the bound allows, by lookups
+PRUNING = {"prune_from": 0}  # prune as the cost model decides, however small the query
 
 
 corpora = st.lists(
@@ -215,23 +212,13 @@ CALLERS = [GLOBAL, MemoryFilter(scopes=None), MemoryFilter(scopes=(ScopePattern(
 SPACES = [("global", ""), ("user", "alice"), ("user", "bob"), ("user", "carol")]
 
 
-@pytest.fixture
-def tiny_segments(monkeypatch):
-    """Freeze every ~60 postings, merge pairs, and make each merge slow enough for writes to land mid-build."""
-    import projections.search_index as module
+TINY = Tuning(freeze_postings=60, tier_base=4, fanout=2)  # freeze every ~60 postings, merge pairs
 
-    real_build = module._build
 
-    def slow_build(number, sources, vocabulary_size):
-        merged = real_build(number, sources, vocabulary_size)
-        threading.Event().wait(0.002)
-        return merged
-
-    monkeypatch.setattr(module, "FREEZE_POSTINGS", 60)
-    monkeypatch.setattr(module, "TIER_BASE", 4)
-    monkeypatch.setattr(module, "FANOUT", 2)
-    monkeypatch.setattr(module, "_build", slow_build)
-    return module
+def tiny_segments(pack_limit: int = TINY.pack_limit) -> SearchIndex:
+    """An index of tiny parts whose merges are slow enough (2 ms) for writes to land mid-build."""
+    return SearchIndex(tuning=dataclasses.replace(TINY, pack_limit=pack_limit),
+                       merge_built=lambda: threading.Event().wait(0.002))
 
 
 def answers(index: SearchIndex, query: str) -> list[list[tuple[str, float]]]:
@@ -239,10 +226,9 @@ def answers(index: SearchIndex, query: str) -> list[list[tuple[str, float]]]:
 
 
 @pytest.mark.parametrize("pack_limit", [1 << 47, 0], ids=["packed-sort", "argsort"])
-def test_background_merges_with_writes_landing_mid_merge_match_a_fresh_index(tiny_segments, monkeypatch, pack_limit):
-    monkeypatch.setattr(tiny_segments, "_PACK_LIMIT", pack_limit)
+def test_background_merges_with_writes_landing_mid_merge_match_a_fresh_index(pack_limit):
     rng = random.Random(11)
-    index, live = SearchIndex(), {}
+    index, live = tiny_segments(pack_limit), {}
     for step in range(2_500):
         scope, scope_id = rng.choice(SPACES)
         name = f"m{rng.randrange(120)}"
@@ -266,8 +252,8 @@ def test_background_merges_with_writes_landing_mid_merge_match_a_fresh_index(tin
     assert answers(restored, query) == answers(index, query) and restored.position == index.position
 
 
-def test_merges_keep_the_parts_few_and_reuse_the_slots_of_removed_memories(tiny_segments):
-    index = SearchIndex()
+def test_merges_keep_the_parts_few_and_reuse_the_slots_of_removed_memories():
+    index = tiny_segments()
     for version in range(60):  # 40 memories, each replaced 60 times: 2,400 versions
         for number in range(40):
             index.apply(recorded(MemoryUpdated(memory(f"m{number}", f"w{version} w{number} common")) if version
@@ -288,7 +274,6 @@ def test_a_snapshot_from_another_index_version_is_refused_and_the_log_rebuilds_i
     from memoryd.bootstrap import build_services
     from memoryd.config import Config, SearchSettings, StorageSettings
     from memoryd.schema import search_snapshots
-    from projections.search_index import SnapshotFormatError
 
     old = io.BytesIO()
     np.savez(old, position=np.array([5], np.int64))  # the first layout had no "format" entry
@@ -338,20 +323,6 @@ def zipf_word(uniform: float) -> str:
 zipf_words = st.floats(0, 1, exclude_max=True).map(zipf_word)
 
 
-@pytest.fixture
-def look_ups(monkeypatch):
-    """How often the search looked up a term for candidates only (pruned)."""
-    calls = []
-    real = SearchIndex._look_up
-
-    def counted(self, *args, **kwargs):
-        calls.append(1)
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(SearchIndex, "_look_up", counted)
-    return calls
-
-
 @settings(max_examples=120, deadline=None)
 @given(texts=st.lists(st.lists(st.tuples(zipf_words, st.sampled_from([1, 1, 1, 2, 40])), min_size=1, max_size=30)
                       .map(lambda runs: " ".join(" ".join([word] * times) for word, times in runs)),  # high tfs too
@@ -373,9 +344,9 @@ def test_pruned_search_answers_exactly_as_scoring_every_posting(texts, query, li
     assert answer_with(index, caller, query, limit, **EAGER) == expected
 
 
-def test_pruning_runs_across_many_parts_and_changes_no_answer(tiny_segments, look_ups):
+def test_pruning_runs_across_many_parts_and_changes_no_answer():
     rng = random.Random(3)
-    index, live = SearchIndex(), {}
+    index, live = tiny_segments(), {}
     for step in range(3_000):
         scope, scope_id = rng.choice(SPACES)
         key = (scope, scope_id, f"m{rng.randrange(400)}")
@@ -396,4 +367,4 @@ def test_pruning_runs_across_many_parts_and_changes_no_answer(tiny_segments, loo
                 expected = answer_with(index, where, query, limit, **UNPRUNED)
                 assert answer_with(index, where, query, limit, **PRUNING) == expected
                 assert answer_with(index, where, query, limit, **EAGER) == expected
-    assert look_ups  # the common words were looked up for candidates only, not scored everywhere
+    assert index.shape().lookups  # the common words were looked up for candidates only, not scored everywhere

@@ -34,7 +34,7 @@ bm25s; the engine's own for tantivy and FTS5). Index size: exact array bytes
 reuse, mmap), the only figure for rank-bm25.
 
 Fidelity: the exact reference is ``bm25_scores`` (plain Python, formerly in
-``projections.ranking``; checked on
+``projections.search.ranking``; checked on
 ``--exact-queries`` queries against the numpy index's float64 scores), then the
 numpy index's exact scores on the first ``--slow-queries`` queries. ``top-10 ok`` is
 the share of an engine's top 10 whose exact score reaches the exact 10th score
@@ -71,14 +71,14 @@ sys.path.insert(0, str(HERE))
 
 from corpus import CorpusSpec, generate, make_queries
 
-from projections.ranking import K1, B, idf, tokenize
+from projections.search.ranking import K1, B, idf, tokenize
 
 try:
-    from projections.ranking import bm25_scores
+    from projections.search.ranking import bm25_scores
 except ImportError:
     def bm25_scores(documents: Sequence[Sequence[str]], query: Sequence[str], k1: float = K1,
                     b: float = B) -> list[float]:
-        """The plain-Python reference that ``projections.ranking`` had (commit b62573e): one score per document."""
+        """The plain-Python reference that ``projections/ranking.py`` had (commit b62573e): one score per document."""
         scores = [0.0] * len(documents)
         if not documents:
             return scores
@@ -503,7 +503,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200, help="queries for the fast engines")
     parser.add_argument("--slow-queries", type=int, default=20, help="queries for rank-bm25 (and the fidelity check)")
     parser.add_argument("--fts5-queries", type=int, default=50)
-    parser.add_argument("--exact-queries", type=int, default=3, help="queries checked against projections.ranking")
+    parser.add_argument("--exact-queries", type=int, default=3, help="queries checked against projections.search.ranking")
     parser.add_argument("--engines", default=",".join(ALL_ENGINES), help=f"comma-separated subset of {ALL_ENGINES}")
     parser.add_argument("--seed", type=int, default=42)
     args = parser.parse_args()
@@ -558,7 +558,7 @@ def main() -> None:
 
     times = run_queries(engines, queries[:max(e.queries for e in engines)])
 
-    # Fidelity: exact scores on the first n_slow queries, checked against projections.ranking.
+    # Fidelity: exact scores on the first n_slow queries, checked against projections.search.ranking.
     exact = [index.dense_scores(tokenize(q)) for q in queries[:n_slow]]
     oracle_diff = 0.0
     for q, mine in list(zip(queries, exact))[:args.exact_queries]:
@@ -604,7 +604,8 @@ def main() -> None:
     print(f"- queries: {args.queries} (rank-bm25 {n_slow}, FTS5 {min(args.fts5_queries, args.queries)}), "
           f"{np.mean(words):.1f} words avg; postings touched per query p50 {pct(touched, 50):,.0f}, "
           f"p95 {pct(touched, 95):,.0f}")
-    print(f"- tokenizing all text with projections.ranking.tokenize: {tokenize_s:.1f} s (included in the builds that use it)")
+    print(f"- tokenizing all text with projections.search.ranking.tokenize: {tokenize_s:.1f} s "
+          "(included in the builds that use it)")
     print(f"- machine: {os.cpu_count()} cores, load average {load_before[0]:.2f} before, {load_after[0]:.2f} after; {versions()}")
     print()
     print(f"| engine | build s | index MB | index / raw text | RSS + MB | queries | p50 ms | p95 ms | "

@@ -1,4 +1,4 @@
-"""Our real BM25 index (``projections.search_index.SearchIndex``) against issue 4's targets, baselines beside it.
+"""Our real BM25 index (``projections.search.SearchIndex``) against issue 4's targets, baselines beside it.
 
 Parts (``--part 1,3,...``; default 1,3,4,5,6,7; part 2 needs ``--million``):
 
@@ -88,8 +88,8 @@ from corpus import (
 
 from events.types import MEMORY_DELETED, MEMORY_SAVED, MEMORY_UPDATED, RecordedEvent
 from projections.filters import MemoryFilter, ScopePattern
-from projections.ranking import tokenize
-from projections.search_index import FANOUT, FREEZE_POSTINGS, SearchIndex, _Delta
+from projections.search import SearchIndex
+from projections.search.ranking import tokenize
 
 TOP = bl.TOP  # 20, as the REST default
 GLOBAL_CALLER = MemoryFilter(scopes=(ScopePattern("global"), ScopePattern("user", "bench-caller")))  # REST envelope
@@ -244,44 +244,8 @@ def timed_loop(call: Callable[[str], object], queries: Sequence[str], budget: fl
 
 
 def footprint(index: SearchIndex) -> dict[str, int]:
-    """Bytes held by the index: numpy arrays (nbytes, capacity included) and Python objects (getsizeof)."""
-    seen: set[int] = set()
-
-    def size(obj: object) -> int:
-        if id(obj) in seen:
-            return 0
-        seen.add(id(obj))
-        return sys.getsizeof(obj)
-
-    def strings(container: object, items: object) -> int:
-        return size(container) + sum(size(x) for x in items if x is not None)  # type: ignore[attr-defined]
-
-    parts: dict[str, int] = {}
-    segments = [part for part in index._parts if not isinstance(part, _Delta)]
-    deltas = [part for part in index._parts if isinstance(part, _Delta)]
-    parts["numpy: postings (docs int32 + tfs uint16)"] = sum(seg.docs.nbytes + seg.tfs.nbytes for seg in segments)
-    parts["numpy: per-segment terms int32 + offsets int64, namespace ranges"] = sum(
-        seg.terms.nbytes + seg.offsets.nbytes + seg.namespaces.nbytes + seg.starts.nbytes for seg in segments)
-    parts["numpy: per-document slot, length, type, alive (in segments)"] = sum(
-        seg.slots.nbytes + seg.lengths.nbytes + seg.types.nbytes + seg.alive.nbytes for seg in segments)
-    parts["numpy: per-slot length, type, namespace, alive, location"] = (
-        index._length.nbytes + index._type.nbytes + index._namespace.nbytes + index._alive.nbytes
-        + index._part_of.nbytes + index._document_of.nbytes)
-    parts["python: memory ids (list + str), id -> slot dict"] = (
-        strings(index._memory_ids, index._memory_ids) + size(index._slot_of) + sum(size(k) for k in index._slot_of))
-    parts["python: updated timestamps (list + str)"] = strings(index._updated, index._updated)
-    parts["python: vocabulary dict (+ words)"] = strings(index._vocabulary, index._vocabulary)
-    delta = 0
-    for part in deltas:
-        delta += size(part.postings) + size(part.slots)
-        for pending in part.postings.values():
-            delta += size(pending) + sum(size(x) for x in pending if x > 256)
-    parts["python: deltas (dict of lists of ints), free slots"] = delta + size(index._free)
-    parts["python: namespace numbers, keys and counters"] = (
-        size(index._namespace_numbers) + size(index._by_scope) + sum(size(v) for v in index._by_scope.values())
-        + sum(size(k) + size(k[0]) + size(k[1]) for k in index._namespace_numbers)
-        + sum(strings(row, row) for row in (*index._documents, *index._lengths)))
-    return parts
+    """Bytes held by the index, by component (its own report: numpy nbytes, Python getsizeof)."""
+    return index.memory_report()
 
 
 def corpus_raw_bytes(corpus: Corpus, count: int | None = None) -> int:
@@ -655,13 +619,13 @@ def update_table(index: SearchIndex, fresh: Memories, operations: int,
     gc.disable()
     try:
         for kind, event, word, where in events:
-            delta = index._delta
+            freezes = index.shape().freezes
             t0 = time.perf_counter_ns()
             index.apply(event)
             t1 = time.perf_counter_ns()
             ms = (t1 - t0) / 1e6
             times[kind].append(ms)
-            if index._delta is not delta:
+            if index.shape().freezes != freezes:
                 merges.append((kind, ms))
             if check and kind != "delete":
                 hits = index.search(where, word, 5)
@@ -704,7 +668,7 @@ def merge_probe(index: SearchIndex, fresh: Memories, queries: Sequence[str], fir
             index.apply(event)
             apply_ms.append((time.perf_counter_ns() - t0) / 1e6)
             if j % 10 == 0:
-                merging = index._merger is not None
+                merging = index.shape().merging
                 t0 = time.perf_counter_ns()
                 index.search(GLOBAL_CALLER, queries[j // 10 % len(queries)], TOP)
                 (during if merging else idle).append((time.perf_counter_ns() - t0) / 1e6)
@@ -716,7 +680,8 @@ def merge_probe(index: SearchIndex, fresh: Memories, queries: Sequence[str], fir
     index.wait_for_merges()
     waited = time.perf_counter() - waited
     print(f"\nBackground merge probe: {adds:,} more adds, a search after every 10th (load {load()}).")
-    print(f"Freezes every {FREEZE_POSTINGS:,} postings; {FANOUT} segments of a size tier merge into one, off the lock.")
+    print(f"Freezes every {index.tuning.freeze_postings:,} postings; {index.tuning.fanout} segments of a size tier "
+          "merge into one, off the lock.")
     print()
     print("| measured | n | p50 ms | p95 ms | p99 ms | max ms |")
     print("|---|---:|---:|---:|---:|---:|")
@@ -967,7 +932,7 @@ def part5(shared: Shared) -> None:
     position = search.save_snapshot()
     save_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    loaded = search._newest_snapshot()
+    loaded = search.newest_snapshot()
     load_s = time.perf_counter() - t0
     assert loaded is not None and len(loaded) == len(index)
     with services.database.read() as conn:  # type: ignore[attr-defined]
@@ -984,7 +949,7 @@ def part5(shared: Shared) -> None:
     print(f"| ... then `SearchService.rebuild()` again | {search2_s:.1f} | | |")
     print(f"| table + index together | {both:.1f} | <= 60 s | {verdict(both <= 60)} |")
     print(f"| `save_snapshot()` (to_bytes + insert; {mb(blob_bytes)} MB blob at position {position:,}) | {save_s:.1f} | | |")
-    print(f"| load the snapshot (`_newest_snapshot`: select + from_bytes) | {load_s:.1f} | | |")
+    print(f"| load the snapshot (`newest_snapshot`: select + from_bytes) | {load_s:.1f} | | |")
     if args.cli:
         env = server_env(shared)
         t0 = time.perf_counter()
@@ -1152,7 +1117,7 @@ def main() -> None:
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
                            text=True, check=False).stdout.rstrip()
     print(f"# bench_index.py --part {','.join(map(str, parts))}")
-    import projections.search_index as measured
+    import projections.search.index as measured
     print(f"\n- code measured: `{measured.__file__}`")
     print(f"- machine: nproc {len(os.sched_getaffinity(0))}, load average {load()} (1/5/15 min) at the start; "
           f"{bl.versions()}; git {commit}"

@@ -349,7 +349,7 @@ def write_jsonl(corpus: Corpus, path: str | Path) -> int:
 def _check(corpus: Corpus, samples: int = 2_000) -> None:
     """The word ids agree with what the service's tokenizer makes of the text."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from projections.ranking import tokenize
+    from projections.search.ranking import tokenize
 
     step = max(1, corpus.count // samples)
     for d in range(0, corpus.count, step):
@@ -363,7 +363,7 @@ def main() -> None:
     parser.add_argument("--namespaces", type=int, default=0, help="0: all global; N: N user namespaces")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--out", help="write JSONL here")
-    parser.add_argument("--check", action="store_true", help="verify word ids against projections.ranking.tokenize")
+    parser.add_argument("--check", action="store_true", help="verify word ids against projections.search.ranking.tokenize")
     parser.add_argument("--no-text", action="store_true", help="word ids only (no strings)")
     parser.add_argument("--show", type=int, default=0, help="print this many memories and queries")
     args = parser.parse_args()
@@ -381,7 +381,7 @@ def main() -> None:
         print(f"raw text {corpus.raw_text_bytes() / 1e6:.1f} MB")
     if args.check and not args.no_text:
         _check(corpus)
-        print("word ids match projections.ranking.tokenize")
+        print("word ids match projections.search.ranking.tokenize")
     for i in range(min(args.show, corpus.count) if not args.no_text else 0):
         print(json.dumps({"name": corpus.names[i], "description": corpus.descriptions[i],
                           "content": corpus.contents[i][:200], "scope": corpus.scope(i)}))

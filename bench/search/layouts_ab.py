@@ -30,7 +30,8 @@ sys.path.insert(0, str(HERE))
 import bench_index as bi
 from corpus import CorpusSpec, generate, make_queries, namespace_id
 
-from projections import search_index as segments
+import projections.search as segments
+import projections.search.ranking
 from projections.filters import MemoryFilter, ScopePattern
 
 FIRST_LAYOUT = "51bcebf"
@@ -40,6 +41,7 @@ def first_layout() -> types.ModuleType:
     source = subprocess.run(["git", "show", f"{FIRST_LAYOUT}:projections/search_index.py"], cwd=ROOT,
                             capture_output=True, text=True, check=True).stdout
     module = sys.modules["first_layout"] = types.ModuleType("first_layout")  # dataclasses look modules up
+    sys.modules.setdefault("projections.ranking", projections.search.ranking)  # where that layout imports it from
     exec(compile(source, f"{FIRST_LAYOUT}:projections/search_index.py", "exec"), module.__dict__)
     return module
 

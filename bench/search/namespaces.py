@@ -54,7 +54,7 @@ sys.path.insert(0, str(HERE))
 from baselines import bm25_scores, top_k
 from corpus import CorpusSpec, generate, make_queries
 
-from projections.ranking import K1, B, idf, tokenize
+from projections.search.ranking import K1, B, idf, tokenize
 
 TOP = 20
 

@@ -2,8 +2,8 @@
 
 ``SearchIndex`` scores a query's rarest words first and, once the words still to come
 cannot lift an unscored memory into the top, looks the common words up only for the
-memories that still can (MaxScore; ``projections/search_index.py``). Setting
-``search_index.PRUNE_FROM`` to infinity turns that off: every posting of every word is
+memories that still can (MaxScore; ``projections/search/scoring.py``). Tuning the
+index's ``prune_from`` to infinity turns that off: every posting of every word is
 scored. This runs both on one built index, query by query in alternating order, checks
 that each answer is identical (ids, order and scores), and prints p50/p95 and the ratio.
 
@@ -14,6 +14,7 @@ that each answer is identical (ids, order and scores), and prints p50/p95 and th
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import math
 import sys
@@ -29,18 +30,18 @@ sys.path.insert(0, str(HERE))
 import bench_index as bi
 from corpus import CorpusSpec, generate, make_queries, namespace_id
 
-from projections import search_index
 from projections.filters import MemoryFilter, ScopePattern
+from projections.search import SearchIndex
 
 
 @contextmanager
-def pruning(on: bool) -> Iterator[None]:
-    saved = search_index.PRUNE_FROM
-    search_index.PRUNE_FROM = saved if on else math.inf
+def pruning(index: SearchIndex, on: bool) -> Iterator[None]:
+    saved = index.tuning
+    index.tuning = saved if on else dataclasses.replace(saved, prune_from=math.inf)
     try:
         yield
     finally:
-        search_index.PRUNE_FROM = saved
+        index.tuning = saved
 
 
 def main() -> None:
@@ -61,14 +62,6 @@ def main() -> None:
     if args.namespaces:
         callers["one namespace + global (caller)"] = lambda k: MemoryFilter(
             scopes=(ScopePattern("global"), ScopePattern("user", namespace_id(k % args.namespaces))))
-    looked_up = 0
-    real_look_up = search_index.SearchIndex._look_up
-
-    def counting(self, *arguments):  # type: ignore[no-untyped-def]
-        nonlocal looked_up
-        looked_up += 1
-        return real_look_up(self, *arguments)
-
     times: dict[tuple[str, bool], list[float]] = {(who, on): [] for who in callers for on in (True, False)}
     pruned = dict.fromkeys(callers, 0)
     gc.collect()
@@ -77,17 +70,15 @@ def main() -> None:
         for who, where_of in callers.items():
             where, answers = where_of(k), {}
             for on in ((True, False) if k % 2 else (False, True)):
-                with pruning(on):
+                with pruning(index, on):
                     started = time.perf_counter_ns()
                     hits = index.search(where, query, bi.TOP)
                     times[(who, on)].append((time.perf_counter_ns() - started) / 1e6)
                 answers[on] = [(hit.memory_id, hit.score) for hit in hits]
             assert answers[True] == answers[False], f"pruning changed the answer to {query!r} for {who}"
-            search_index.SearchIndex._look_up = counting  # an untimed pass: did this query prune?
-            before = looked_up
+            before = index.shape().lookups  # an untimed pass: did this query prune?
             index.search(where, query, bi.TOP)
-            search_index.SearchIndex._look_up = real_look_up
-            pruned[who] += looked_up > before
+            pruned[who] += index.shape().lookups > before
     gc.enable()
     print(f"- {len(queries)} queries (3-12 words, as they come), top {bi.TOP}; every answer identical with and "
           "without pruning\n")

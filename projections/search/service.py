@@ -29,7 +29,8 @@ from memoryd.schema import search_snapshots
 from projections.filters import MemoryFilter
 from projections.projector import Fault, ProjectionStopped
 from projections.queries import memories_in_order
-from projections.search_index import Hit, SearchIndex, SnapshotFormatError
+from projections.search.index import Hit, SearchIndex
+from projections.search.snapshot import SnapshotFormatError
 
 PAGE = 2_000
 NAME = "search"
@@ -52,7 +53,7 @@ class SearchService:
         """The live index, with every event committed so far applied."""
         with self._following:
             if self._index is None:
-                self._index = self._newest_snapshot() or SearchIndex(self.k1, self.b)
+                self._index = self.newest_snapshot() or SearchIndex(self.k1, self.b)
             fault = self._feed(self._index)
             if fault is not None and fault != self.fault:
                 log.error("%s", fault.describe())
@@ -83,7 +84,8 @@ class SearchService:
         with self.store.database.read() as conn:
             return int(conn.execute(select(func.coalesce(func.max(search_snapshots.c.position), 0))).scalar_one())
 
-    def _newest_snapshot(self) -> SearchIndex | None:
+    def newest_snapshot(self) -> SearchIndex | None:
+        """The index the newest stored snapshot holds; None if there is none, or another version wrote it."""
         query = select(search_snapshots.c.data).order_by(search_snapshots.c.position.desc()).limit(1)
         with self.store.database.read() as conn:
             blob = conn.execute(query).scalar()

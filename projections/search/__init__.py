@@ -1,0 +1,15 @@
+"""Search: a BM25 index kept as a projection of the log, exact per caller.
+
+``service`` follows the log and swaps in rebuilds; ``index`` holds the state
+and applies events; ``parts`` lays postings out as a delta and segments;
+``merging`` is the merge policy; ``scoring`` evaluates queries (BM25 and
+MaxScore pruning); ``snapshot`` is the blob other processes start from;
+``ranking`` tokenizes and weighs; ``tuning`` holds every size and cost.
+"""
+
+from projections.search.index import Hit, IndexShape, SearchIndex
+from projections.search.service import SearchService
+from projections.search.snapshot import SnapshotFormatError
+from projections.search.tuning import Tuning
+
+__all__ = ["Hit", "IndexShape", "SearchIndex", "SearchService", "SnapshotFormatError", "Tuning"]

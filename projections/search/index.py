@@ -1,0 +1,316 @@
+"""The BM25 search index: an in-memory projection of the log, kept per process.
+
+Layout: a log-structured set of parts, like Lucene's segments, laid out so that
+a query's cost follows what the caller can see (``parts``). Every indexed
+memory holds a *slot*: its length, type, namespace and liveness live in numpy
+arrays indexed by slot. Removing a memory tombstones its slot; the slot is
+reused once no part refers to it. Full deltas are frozen, and a background
+thread merges parts as ``merging`` decides, building off the lock and swapping
+in under it, with what was removed meanwhile tombstoned in the result. Queries
+are evaluated by ``scoring``; snapshots are written and read by ``snapshot``.
+
+The index keeps the log position it has applied; applying an event at or
+below it does nothing, so redelivery is harmless.
+"""
+
+from __future__ import annotations
+
+import sys
+from array import array
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+import projections.search.snapshot as snapshot
+from events.types import MEMORY_EVENTS, MemoryDeleted, MemoryEvent, RecordedEvent
+from memoryd.domain import Memory
+from projections.filters import MemoryFilter
+from projections.search.merging import Merges
+from projections.search.parts import Delta, Segment, build
+from projections.search.ranking import K1, B, idf, tokenize
+from projections.search.scoring import EMPTY, Gathered, Postings, top_mask
+from projections.search.state import ALL_TYPES, TYPE_CODES
+from projections.search.tuning import Tuning
+
+
+@dataclass(frozen=True)
+class Hit:
+    memory_id: str
+    score: float
+
+
+@dataclass(frozen=True)
+class IndexShape:
+    """What the index holds, for operators and benchmarks."""
+
+    memories: int
+    slots: int  # allocated per-slot entries: live memories, removed ones not merged away yet, free ones
+    parts: int  # segments and deltas a query reads
+    segments: int
+    delta_postings: int  # not yet in a segment
+    tombstones: int  # removed memories still in a segment
+    merging: bool
+    freezes: int  # deltas frozen since the start
+    lookups: int  # query terms looked up for candidates only (MaxScore pruning), since the start
+
+
+class SearchIndex(Merges):
+    """BM25 over memories, exact per caller; thread-safe (one lock, short holds)."""
+
+    # -- maintenance -----------------------------------------------------------
+
+    def apply(self, recorded: RecordedEvent) -> None:
+        """Apply one event from the log, once: positions at or below ours are ignored."""
+        with self._lock:
+            if recorded.position <= self.position:
+                return
+            event = recorded.to_domain() if recorded.event_type.startswith(MEMORY_EVENTS) else None
+            if isinstance(event, MemoryEvent):
+                self._remove(event.memory.memory_id)
+                if not isinstance(event, MemoryDeleted):
+                    self._add(event.memory)
+            self.position = recorded.position
+            self._maintain()
+
+    def apply_all(self, recorded: Iterable[RecordedEvent]) -> None:
+        for event in recorded:
+            self.apply(event)
+
+    def __len__(self) -> int:
+        return len(self._slot_of)
+
+    @property
+    def tuning(self) -> Tuning:
+        return self._tuning
+
+    @tuning.setter
+    def tuning(self, tuning: Tuning) -> None:
+        """Change the tuning of a live index (benchmarks compare two on one index)."""
+        with self._lock:
+            self._tuning = self._scorer.tuning = tuning
+
+    def shape(self) -> IndexShape:
+        with self._lock:
+            segments = list(self._segments.values())
+            return IndexShape(len(self._slot_of), len(self._memory_ids), len(self._parts),
+                              len(segments), sum(part.size for part in self._parts if isinstance(part, Delta)),
+                              sum(segment.dead for segment in segments), self._merger is not None,
+                              self._freezes, self._scorer.lookups)
+
+    def memory_report(self) -> dict[str, int]:
+        """Bytes the index holds, by component: numpy arrays (capacity included) and Python objects."""
+        seen: set[int] = set()
+
+        def size(obj: object) -> int:
+            if id(obj) in seen:
+                return 0
+            seen.add(id(obj))
+            return sys.getsizeof(obj)
+
+        def strings(container: object, items: Iterable[object]) -> int:
+            return size(container) + sum(size(item) for item in items if item is not None)
+
+        with self._lock:
+            segments = [part for part in self._parts if isinstance(part, Segment)]
+            deltas = [part for part in self._parts if isinstance(part, Delta)]
+            delta = size(self._free)
+            for part in deltas:
+                delta += size(part.postings) + size(part.slots)
+                delta += sum(size(pending) + sum(size(x) for x in pending if x > 256) for pending in part.postings.values())
+            return {
+                "numpy: postings (docs int32 + tfs uint16)": sum(seg.docs.nbytes + seg.tfs.nbytes for seg in segments),
+                "numpy: per-segment terms int32 + offsets int64, namespace ranges": sum(
+                    seg.terms.nbytes + seg.offsets.nbytes + seg.namespaces.nbytes + seg.starts.nbytes for seg in segments),
+                "numpy: per-document slot, length, type, alive (in segments)": sum(
+                    seg.slots.nbytes + seg.lengths.nbytes + seg.types.nbytes + seg.alive.nbytes for seg in segments),
+                "numpy: per-slot length, type, namespace, alive, location": sum(
+                    array.nbytes for array in (self._length, self._type, self._namespace, self._alive, self._part_of,
+                                               self._document_of)),
+                "python: memory ids (list + str), id -> slot dict": strings(self._memory_ids, self._memory_ids)
+                + size(self._slot_of) + sum(size(key) for key in self._slot_of),
+                "python: updated timestamps (list + str)": strings(self._updated, self._updated),
+                "python: vocabulary dict (+ words)": strings(self._vocabulary, self._vocabulary),
+                "python: deltas (dict of lists of ints), free slots": delta,
+                "python: namespace numbers, keys and counters": size(self._namespace_numbers) + size(self._by_scope)
+                + sum(size(v) for v in self._by_scope.values())
+                + sum(size(k) + size(k[0]) + size(k[1]) for k in self._namespace_numbers)
+                + sum(strings(row, row) for row in (*self._documents, *self._lengths)),
+            }
+
+    def _add(self, memory: Memory) -> None:
+        words = tokenize(f"{memory.name} {memory.description} {memory.content}")
+        namespace = self._namespace_number((memory.scope, memory.scope_id))
+        type_code = TYPE_CODES.get(memory.type, TYPE_CODES["general"])
+        if self._free:
+            slot = self._free.pop()
+            self._memory_ids[slot], self._updated[slot] = memory.memory_id, memory.updated
+        else:
+            slot = len(self._memory_ids)
+            self._grow(slot + 1)
+            self._memory_ids.append(memory.memory_id)
+            self._updated.append(memory.updated)
+        self._slot_of[memory.memory_id] = slot
+        self._length[slot], self._type[slot], self._namespace[slot] = len(words), type_code, namespace
+        self._alive[slot], self._part_of[slot] = True, self._delta.number
+        vocabulary, delta, document = self._vocabulary, self._delta, self._delta.documents
+        frequencies = Counter(words)
+        for word, frequency in frequencies.items():
+            term_id = vocabulary.setdefault(word, len(vocabulary))
+            if (pending := delta.postings.get(term_id)) is None:
+                pending = delta.postings[term_id] = array("i")
+            pending.fromlist([document, frequency])
+        delta.slots.append(slot)
+        delta.size += len(frequencies)
+        counts, lengths = self._documents[namespace], self._lengths[namespace]
+        counts[type_code] += 1
+        counts[ALL_TYPES] += 1
+        lengths[type_code] += len(words)
+        lengths[ALL_TYPES] += len(words)
+
+    def _remove(self, memory_id: str) -> None:
+        slot = self._slot_of.pop(memory_id, None)
+        if slot is None:
+            return
+        namespace, type_code, length = int(self._namespace[slot]), int(self._type[slot]), int(self._length[slot])
+        counts, lengths = self._documents[namespace], self._lengths[namespace]
+        counts[type_code] -= 1
+        counts[ALL_TYPES] -= 1
+        lengths[type_code] -= length
+        lengths[ALL_TYPES] -= length
+        self._alive[slot] = False
+        self._memory_ids[slot], self._updated[slot] = None, ""
+        segment = self._segments.get(int(self._part_of[slot]))
+        if segment is not None:
+            segment.alive[self._document_of[slot]] = False
+            segment.removed.append(int(self._document_of[slot]))
+            self._merge_wanted |= segment.dead * 2 > segment.documents
+
+    # -- snapshots -------------------------------------------------------------
+
+    def to_bytes(self) -> bytes:
+        """The whole index as one snapshot blob (one segment), to start other processes fast."""
+        with self._lock:
+            self._freeze_if_filled()
+            parts = [part for part in self._parts if part is not self._delta]
+            sources = self._capture(parts)
+            position, words = self.position, list(self._vocabulary)
+            keys = sorted(self._namespace_numbers, key=self._namespace_numbers.__getitem__)
+            memory_ids, updated = list(self._memory_ids), list(self._updated)
+        segment = build(0, sources, len(words), self._tuning.pack_limit)
+        slots = segment.slots.tolist()
+        return snapshot.dump(snapshot.Snapshot(position, words, keys, [memory_ids[slot] or "" for slot in slots],
+                                               [updated[slot] for slot in slots], segment))
+
+    @classmethod
+    def from_bytes(cls, blob: bytes, k1: float = K1, b: float = B, tuning: Tuning | None = None) -> SearchIndex:
+        """An index restored from ``to_bytes``; ``SnapshotFormatError`` if another version wrote it."""
+        loaded = snapshot.load(blob)
+        index = cls(k1, b, tuning)
+        index.position = loaded.position
+        index._vocabulary = {word: term_id for term_id, word in enumerate(loaded.words)}
+        for key in loaded.keys:
+            index._namespace_number(key)
+        segment = loaded.segment
+        segment.number = next(index._numbers)
+        documents = segment.documents
+        index._memory_ids = list(loaded.memory_ids)
+        index._updated = loaded.updated
+        index._slot_of = {memory_id: slot for slot, memory_id in enumerate(loaded.memory_ids)}
+        index._grow(documents + 1)
+        namespaces = np.repeat(segment.namespaces, np.diff(segment.starts))
+        index._length[:documents], index._type[:documents] = segment.lengths, segment.types
+        index._namespace[:documents], index._alive[:documents] = namespaces, True
+        index._part_of[:documents], index._document_of[:documents] = segment.number, segment.slots
+        spaces, by_type = len(index._documents), [segment.types == code for code in range(ALL_TYPES)] + [slice(None)]
+        index._documents = np.stack([np.bincount(namespaces[chosen], minlength=spaces)
+                                     for chosen in by_type], axis=1).tolist()
+        index._lengths = np.stack([np.bincount(namespaces[chosen], segment.lengths[chosen], spaces).astype(np.int64)
+                                   for chosen in by_type], axis=1).tolist()
+        if documents:
+            index._parts.append(segment)
+            index._segments[segment.number] = segment
+        return index
+
+    # -- queries ---------------------------------------------------------------
+
+    def search(self, where: MemoryFilter, query: str, limit: int) -> list[Hit]:
+        """The ``limit`` best memories ``where`` admits: score, then newest, then id."""
+        words = Counter(tokenize(query))
+        if where.type and where.type not in TYPE_CODES:
+            return []  # a type no memory can have (admins filter on any string)
+        with self._lock:
+            visible = self._visible(where)
+            type_code = TYPE_CODES[where.type] if where.type else None
+            column = ALL_TYPES if type_code is None else type_code
+            counted = range(len(self._documents)) if visible is None else visible.tolist()
+            documents = sum(self._documents[number][column] for number in counted)
+            known = [(self._vocabulary[word], times) for word, times in words.items() if word in self._vocabulary]
+            if not documents or not known or limit <= 0:
+                return []
+            average_length = sum(self._lengths[number][column] for number in counted) / documents
+            term_ids = np.array([term_id for term_id, _ in known], np.int32)  # the segments' dtype: no casts
+            gathered = [self._gather(part, term_ids, visible, type_code) for part in self._parts]
+            frequencies = [sum(len(where) - (len(zero) if zero is not None else 0)
+                               for where, _, _, zero in (part.postings[term] for part in gathered))
+                           for term in range(len(known))]
+            weights = [times * idf(documents, df) * (self.k1 + 1) if df else 0.0
+                       for (_, times), df in zip(known, frequencies)]
+            slots, scores = self._scorer.score(gathered, weights, average_length, limit)
+            return self._top(slots, scores, limit)
+
+    def _visible(self, where: MemoryFilter) -> np.ndarray | None:
+        """The namespace numbers ``where`` may see, ascending; None for all of them."""
+        if where.scopes is None:
+            return None
+        numbers: set[int] = set()
+        for pattern in where.scopes:
+            if pattern.scope_id is None:
+                numbers.update(self._by_scope.get(pattern.scope, ()))
+            elif (number := self._namespace_numbers.get((pattern.scope, pattern.scope_id))) is not None:
+                numbers.add(number)
+        if len(numbers) == len(self._namespace_numbers):
+            return None
+        return np.array(sorted(numbers), np.int32)
+
+    def _gather(self, part: Delta | Segment, term_ids: np.ndarray, visible: np.ndarray | None,
+                type_code: int | None) -> Gathered:
+        if isinstance(part, Delta):
+            return self._gather_delta(part, term_ids, visible, type_code)
+        return self._scorer.gather(part, term_ids, visible, type_code)
+
+    def _gather_delta(self, delta: Delta, term_ids: np.ndarray, visible: np.ndarray | None,
+                      type_code: int | None) -> Gathered:
+        slots = np.array(delta.slots, np.int64)
+        admitted = self._alive[slots]  # which of the delta's documents this query may see, decided once
+        if visible is not None:
+            seen = np.zeros(len(self._namespace_numbers), bool)
+            seen[visible] = True
+            admitted &= seen[self._namespace[slots]]
+        if type_code is not None:
+            admitted &= self._type[slots] == type_code
+        lengths, everything = self._length[slots], bool(admitted.all())
+        postings: list[Postings] = []
+        for term_id in term_ids.tolist():
+            pending = delta.postings.get(term_id)
+            if pending is None:
+                postings.append(EMPTY)
+                continue
+            pairs = np.array(pending).reshape(-1, 2)  # a copy: the array may grow after this query
+            documents, tfs = pairs[:, 0], pairs[:, 1]
+            if not everything:
+                keep = admitted[documents]
+                documents, tfs = documents[keep], tfs[keep]
+            postings.append(Postings(documents, documents, tfs, None))
+        return Gathered(postings, lengths, len(slots), lambda positions: slots[positions])
+
+    def _top(self, slots: np.ndarray, scores: np.ndarray, limit: int) -> list[Hit]:
+        if len(scores) > limit:
+            keep = top_mask(scores, limit)  # ties at the cut stay in; the tie-break decides below
+            slots, scores = slots[keep], scores[keep]
+        ranked = [(float(score), int(slot)) for score, slot in zip(scores.tolist(), slots.tolist()) if score > 0]
+        ranked.sort(key=lambda pair: self._memory_ids[pair[1]] or "")
+        ranked.sort(key=lambda pair: self._updated[pair[1]], reverse=True)
+        ranked.sort(key=lambda pair: pair[0], reverse=True)
+        return [Hit(self._memory_ids[slot] or "", score) for score, slot in ranked[:limit]]

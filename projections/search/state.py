@@ -1,0 +1,81 @@
+"""The index's state: per-slot arrays, the vocabulary, namespace counters, and its parts.
+
+Every indexed memory holds a *slot*: its length, type, namespace and
+liveness live in numpy arrays indexed by slot. Per namespace, live documents
+and their summed lengths are counted by type and in all, so a query's
+statistics cover exactly what the caller may see.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from itertools import count
+
+import numpy as np
+
+from memoryd.domain import MEMORY_TYPES
+from projections.search.parts import Delta, Segment
+from projections.search.ranking import K1, B
+from projections.search.scoring import Scorer
+from projections.search.tuning import Tuning
+
+TYPE_CODES = {memory_type: code for code, memory_type in enumerate(MEMORY_TYPES)}
+ALL_TYPES = len(MEMORY_TYPES)  # the counters' last column sums every type
+
+
+class IndexState:
+    def __init__(self, k1: float = K1, b: float = B, tuning: Tuning | None = None,
+                 merge_built: Callable[[], None] | None = None) -> None:
+        """``merge_built`` is called by the merger between building a segment and swapping it in."""
+        self.k1, self.b = k1, b
+        self._tuning = tuning or Tuning()
+        self._scorer = Scorer(k1, b, self._tuning)
+        self._merge_built = merge_built
+        self._freezes = 0
+        self.position = 0
+        self._lock = threading.Lock()
+        self._vocabulary: dict[str, int] = {}
+        self._namespace_numbers: dict[tuple[str, str], int] = {}
+        self._by_scope: dict[str, list[int]] = {}
+        # live documents and their summed lengths per namespace, by type and in all (the last column);
+        # Python lists: an apply updates four counters, and list items are ten times cheaper than numpy's
+        self._documents: list[list[int]] = []
+        self._lengths: list[list[int]] = []
+        self._slot_of: dict[str, int] = {}
+        self._memory_ids: list[str | None] = []
+        self._updated: list[str] = []
+        self._free: list[int] = []  # slots no part refers to
+        self._length = np.zeros(1024, np.int32)
+        self._type = np.zeros(1024, np.uint8)
+        self._namespace = np.zeros(1024, np.int32)
+        self._alive = np.zeros(1024, bool)
+        self._part_of = np.zeros(1024, np.int32)  # slot -> the number of the part holding it
+        self._document_of = np.zeros(1024, np.int32)  # slot -> its document number in that segment
+        self._numbers = count()
+        self._delta = Delta(next(self._numbers))
+        self._parts: list[Delta | Segment] = [self._delta]
+        self._segments: dict[int, Segment] = {}
+        self._merging: set[int] = set()
+        self._merger: threading.Thread | None = None
+        self._merge_wanted = False  # something changed that may make a merge due
+        self._bulk = False
+
+    def _namespace_number(self, key: tuple[str, str]) -> int:
+        number = self._namespace_numbers.get(key)
+        if number is None:
+            number = self._namespace_numbers[key] = len(self._namespace_numbers)
+            self._by_scope.setdefault(key[0], []).append(number)
+            self._documents.append([0] * (ALL_TYPES + 1))
+            self._lengths.append([0] * (ALL_TYPES + 1))
+        return number
+
+    def _grow(self, needed: int) -> None:
+        if needed <= len(self._alive):
+            return
+        size = max(needed, 2 * len(self._alive))
+        for name in ("_length", "_type", "_namespace", "_part_of", "_document_of"):
+            setattr(self, name, np.resize(getattr(self, name), size))
+        alive = np.zeros(size, bool)
+        alive[: len(self._alive)] = self._alive
+        self._alive = alive
