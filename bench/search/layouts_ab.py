@@ -1,13 +1,15 @@
-"""The first index layout (git 51bcebf, per-namespace postings) vs the current segment layout, side by side.
+"""An earlier index (by default the first layout, git 51bcebf) vs the current one, side by side.
 
 Both are built in one process from the same corpus (1,000,000 memories in 1,000 user
 namespaces by default), then take the same 6,000 operations (adds, replaces, deletes in
-turn) in interleaved blocks of 60, each apply timed alone; then the same queries for a
-one-namespace caller and for the admin, interleaved. The first layout is loaded from git
-(``git show 51bcebf:projections/search_index.py``), so this needs a git checkout.
+turn) in interleaved blocks of 60, each apply timed alone; then, their background merges
+settled, the same queries for a one-namespace caller and for the admin, interleaved. The
+earlier index is loaded from git (``git show REV:projections/search_index.py``; it was one
+module until the package), so this needs a git checkout.
 
     .venv/bin/python bench/search/layouts_ab.py                 # ~10 min, ~9 GB peak
     .venv/bin/python bench/search/layouts_ab.py --count 100000  # quick
+    .venv/bin/python bench/search/layouts_ab.py --baseline ef6ac99 --count 230000 --namespaces 200
 """
 
 from __future__ import annotations
@@ -37,12 +39,12 @@ from projections.filters import MemoryFilter, ScopePattern
 FIRST_LAYOUT = "51bcebf"
 
 
-def first_layout() -> types.ModuleType:
-    source = subprocess.run(["git", "show", f"{FIRST_LAYOUT}:projections/search_index.py"], cwd=ROOT,
+def earlier_layout(revision: str) -> types.ModuleType:
+    source = subprocess.run(["git", "show", f"{revision}:projections/search_index.py"], cwd=ROOT,
                             capture_output=True, text=True, check=True).stdout
-    module = sys.modules["first_layout"] = types.ModuleType("first_layout")  # dataclasses look modules up
+    module = sys.modules["earlier_layout"] = types.ModuleType("earlier_layout")  # dataclasses look modules up
     sys.modules.setdefault("projections.ranking", projections.search.ranking)  # where that layout imports it from
-    exec(compile(source, f"{FIRST_LAYOUT}:projections/search_index.py", "exec"), module.__dict__)
+    exec(compile(source, f"{revision}:projections/search_index.py", "exec"), module.__dict__)
     return module
 
 
@@ -52,8 +54,9 @@ def main() -> None:
     parser.add_argument("--namespaces", type=int, default=1_000)
     parser.add_argument("--operations", type=int, default=6_000)
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--baseline", default=FIRST_LAYOUT, help="the git revision of the earlier index")
     args = parser.parse_args()
-    layouts = {"first layout (51bcebf)": first_layout(), "segment layout": segments}
+    layouts = {f"layout at {args.baseline}": earlier_layout(args.baseline), "current": segments}
     corpus = generate(CorpusSpec(count=args.count, seed=args.seed, namespaces=args.namespaces))
     memories = bi.Memories(corpus)
     fresh = bi.Memories(generate(CorpusSpec(count=args.operations, seed=args.seed + 1, namespaces=args.namespaces)),
@@ -94,7 +97,9 @@ def main() -> None:
                 indexes[name].apply(event)
                 applies[(name, kind)].append((time.perf_counter_ns() - t0) / 1e6)
     gc.enable()
-    indexes["segment layout"].wait_for_merges()
+    for index in indexes.values():
+        if hasattr(index, "wait_for_merges"):  # the first layout had no background merges
+            index.wait_for_merges()
     first, second = indexes
     print(f"\n| apply | {first} p50 / p95 ms | {second} p50 / p95 ms |\n|---|---:|---:|")
     for kind in ("add", "replace", "delete"):
@@ -121,7 +126,9 @@ def main() -> None:
         a, b = searches[(first, who)], searches[(second, who)]
         print(f"| {who} ({len(a)} queries) | {bi.pct(a, 50):.2f} / {bi.pct(a, 95):.2f} | "
               f"{bi.pct(b, 50):.2f} / {bi.pct(b, 95):.2f} |")
-    print(f"\nsegment layout after: {indexes[second].shape()}; load {bi.load()}")
+    for name, index in indexes.items():
+        print(f"\n{name} after: {index.shape() if hasattr(index, 'shape') else len(index)}")
+    print(f"\nload {bi.load()}")
 
 
 if __name__ == "__main__":
