@@ -101,3 +101,17 @@ def until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> No
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.02)
+
+
+def wait_until_serving(url: str, timeout: float = 30.0) -> bool:
+    """Poll ``url`` until an HTTP server answers it; False if none did within ``timeout``."""
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=1)
+            return True
+        except OSError:
+            time.sleep(0.1)
+    return False

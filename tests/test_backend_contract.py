@@ -1,4 +1,4 @@
-"""The dialect-specific storage paths, written once and run on SQLite and on the real PostgreSQL.
+"""The storage roles' contracts, written once and run on SQLite and on the real PostgreSQL.
 
 Each of these differs by backend in the SQL it sends: upserts (``ON CONFLICT``),
 JSON paths into event payloads, binary blobs, timestamp comparisons, nullable
@@ -116,3 +116,21 @@ def test_sessions_are_found_by_id_and_by_their_own_token_only(any_services: Serv
     assert any_services.sessions.by_token(token) == session
     assert any_services.sessions.by_token(token + "x") is None
     assert (child.user_id, child.parent_session_id) == (user, session.session_id)
+
+
+def test_the_directory_issues_tokens_and_keeps_workstreams(any_services: Services) -> None:
+    directory = any_services.directory
+    user = directory.create_user("alice")
+    token_id, token = directory.create_token(user, ["read", "write"], ["admin.memories"])
+    workstream = directory.create_workstream(user, "backend")
+
+    principal = directory.authenticate(token)
+    changed = directory.change_workstream(workstream, {"project_id": "p-1", "persona_memory": False})
+
+    assert principal is not None and (principal.user_id, principal.token_id) == (user, token_id)
+    assert principal.has_scope("write") and principal.has_permission("admin.memories")
+    assert directory.authenticate(token + "x") is None
+    assert directory.user_exists(user) and not directory.user_exists("nobody")
+    assert (changed.owner_user_id, changed.project_id, changed.persona_memory) == (user, "p-1", False)
+    assert directory.workstream(workstream) == changed
+    assert directory.has_tokens()

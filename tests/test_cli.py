@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.request
 
 import pytest
@@ -14,7 +13,7 @@ from click.testing import CliRunner
 
 from memoryd.cli import main
 from tests.conftest import make_services
-from tests.helpers import free_port
+from tests.helpers import free_port, wait_until_serving
 
 
 @pytest.fixture
@@ -83,13 +82,8 @@ def _serve(sqlite_url: str, extra_env: dict[str, str]) -> tuple[subprocess.Popen
         [sys.executable, "-m", "memoryd", "serve", "--port", str(port)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/api/openapi.json", timeout=1)
-            return process, port
-        except OSError:
-            time.sleep(0.1)
+    if wait_until_serving(f"http://127.0.0.1:{port}/v1/api/openapi.json", timeout=20):
+        return process, port
     process.kill()
     raise AssertionError(f"memoryd serve did not come up: {process.communicate()}")
 

@@ -7,13 +7,12 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 
 import pytest
 
-from tests.helpers import free_port, spawn_worker
+from tests.helpers import free_port, spawn_worker, wait_until_serving
 
 pytestmark = pytest.mark.postgres
 
@@ -42,13 +41,7 @@ def test_two_gunicorn_processes_and_a_worker_serve_reads_of_their_own_writes(bui
                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     worker = spawn_worker(services)
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
+        assert wait_until_serving(f"http://127.0.0.1:{port}/healthz"), "gunicorn did not come up"
         positions = []
         for index in range(40):
             status, body, headers = _call(port, token, "POST", "/v1/api/memories",

@@ -19,7 +19,7 @@ from memoryd.app.services import Services
 from memoryd.cli import main
 from memoryd.schema import events
 from tests.conftest import Caller, _caller_factory, make_services
-from tests.helpers import rebuild_equals_live, table_rows
+from tests.helpers import names, rebuild_equals_live, table_rows
 
 MEMORIES = "/v1/api/memories"
 
@@ -53,8 +53,8 @@ def stack(database_url: str) -> Iterator[tuple[Services, Caller, Any]]:
     services.database.dispose()
 
 
-def names(caller: Caller) -> list[str]:
-    return sorted(row["name"] for row in caller.get(MEMORIES, query_string={"limit": 200}).json["memories"])
+def names_listed(caller: Caller) -> list[str]:
+    return sorted(names(caller.get(MEMORIES, query_string={"limit": 200})))
 
 
 def test_a_malformed_event_stops_its_projections_visibly_and_a_supersede_moves_them_on(stack: Any, tmp_path: Any
@@ -74,7 +74,7 @@ def test_a_malformed_event_stops_its_projections_visibly_and_a_supersede_moves_t
     assert after.status_code == 201
     assert after.headers["X-Projection-Pending"] == "true"
     assert after.headers["X-Projection-Stopped"] == f"structured_memories at position {position}"
-    assert names(admin) == ["before"]
+    assert names_listed(admin) == ["before"]
     assert project.status_code == 201  # the projects read model goes on: not its event's family
     assert admin.get(f"/v1/api/admin/projects/{project.json['project_id']}").status_code == 200
     assert searched.status_code == 200 and [m["name"] for m in searched.json["memories"]] == ["before"]
@@ -86,7 +86,7 @@ def test_a_malformed_event_stops_its_projections_visibly_and_a_supersede_moves_t
     assert "STOPPED: projection structured_memories stopped before position" in cli("status").output
     rebuild = cli("projections", "rebuild", "table")
     assert rebuild.exit_code == 1 and f"memoryd events supersede {position}" in rebuild.output
-    assert names(admin) == ["before"]  # the failed rebuild left the read model as it was
+    assert names_listed(admin) == ["before"]  # the failed rebuild left the read model as it was
 
     replacement = tmp_path / "replacement.json"
     replacement.write_text(json.dumps({"event_type": "memory.save", "payload": {"memory": a_memory("planted")}}))
@@ -94,7 +94,7 @@ def test_a_malformed_event_stops_its_projections_visibly_and_a_supersede_moves_t
                      "--replacement", str(replacement))
 
     assert superseded.exit_code == 0, superseded.output
-    assert names(admin) == ["after", "before", "planted"]
+    assert names_listed(admin) == ["after", "before", "planted"]
     assert admin.client.get("/readyz").status_code == 200
     assert services.projector.faults() == []
     found = admin.post(f"{MEMORIES}/search", json={"query": "planted"}).json["memories"]
