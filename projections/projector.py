@@ -159,7 +159,7 @@ class Projector:
                 projection.apply(conn, recorded)
             except Exception as error:
                 raise _Failed(Fault(projection.name, recorded.position, recorded.event_type,
-                                    f"{type(error).__name__}: {error}"[:2000])) from error
+                                    _storable(f"{type(error).__name__}: {error}")[:2000])) from error
             position = recorded.position
         return position
 
@@ -181,7 +181,7 @@ class Projector:
                 self._save_checkpoint(conn, projection.name, position)
         except _Failed as again:  # the stand-in fails too (or the log changed under us): stop where we were
             fault, stand_in, position = again.fault, None, self.checkpoint(projection.name)
-        if stand_in is not None:
+        if stand_in is not None or position >= fault.position:  # moved on (or another catch-up passed it)
             return position, True
         log.error("%s", fault.describe())
         with self.database.write() as conn:
@@ -221,6 +221,11 @@ class Projector:
         conn.execute(update(projection_checkpoints).where(projection_checkpoints.c.name == name).values(position=position))
         conn.execute(delete(projection_faults).where(projection_faults.c.projection == name,
                                                      projection_faults.c.position <= position))
+
+
+def _storable(text: str) -> str:
+    """An error message as any database can store it (the event's own bad text may be quoted in it)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
 
 
 class _Failed(Exception):
