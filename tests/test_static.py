@@ -24,3 +24,14 @@ def test_ruff_finds_nothing() -> None:
 def test_mypy_strict_finds_nothing_in_the_product_packages() -> None:
     result = run("mypy")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_package_in_the_tree_is_packaged() -> None:
+    """A package pyproject.toml leaves out works in the editable install and is missing from ``pip install .``."""
+    import tomllib
+
+    declared = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(init.parent.relative_to(ROOT).parts)
+             for top in ("memoryd", "api", "commands", "events", "projections", "workers")
+             for init in (ROOT / top).rglob("__init__.py")}
+    assert found == declared
