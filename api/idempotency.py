@@ -79,18 +79,16 @@ def answered_within(conn: Connection, status: int, body: Any) -> None:
 
 def _claim_or_holder(claim: IdempotencyClaim) -> StoredOutcome | None:
     """None once ``claim`` holds the key; else the answered outcome of the attempt that holds it."""
-    held = _take(claim)
-    if held is None or held.fingerprint != claim.fingerprint or held.answered:
-        return held
     deadline = time.monotonic() + WAIT_FOR_HOLDER  # the holder is a request running now: milliseconds
     delay = 0.005
-    while time.monotonic() < deadline:
-        time.sleep(delay)
-        delay = min(delay * 2, 0.1)
+    while True:
         held = _take(claim)
         if held is None or held.fingerprint != claim.fingerprint or held.answered:
             return held
-    raise Conflict(f"{KEY_HEADER} {claim.key!r} is held by a request that is still running; retry shortly")
+        if time.monotonic() >= deadline:
+            raise Conflict(f"{KEY_HEADER} {claim.key!r} is held by a request that is still running; retry shortly")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
 
 
 def _take(claim: IdempotencyClaim) -> StoredOutcome | None:

@@ -9,7 +9,6 @@ hold only storable text and belong to the same stream as the original.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,9 +27,7 @@ from events.types import (
     superseded_stream_id,
 )
 from memoryd.errors import Conflict, NotFound, ValidationError
-from memoryd.text import check_document, checked_text
-
-_UNSTORABLE = re.compile("[\ud800-\udfff]")
+from memoryd.text import check_document, checked_text, repaired
 
 
 @dataclass(frozen=True)
@@ -70,16 +67,16 @@ def supersede_event(command: SupersedeEvent, metadata: EventMetadata, deps: Depe
 
 def _repaired(original: RecordedEvent) -> dict[str, Any]:
     """The original with lone surrogates turned into U+FFFD and NUL removed."""
-    repaired = _clean(original.payload)
-    if repaired == original.payload:
+    cleaned = _clean(original.payload)
+    if cleaned == original.payload:
         raise ValidationError(f"the event at position {original.position} holds no unstorable text to repair; "
                               "supply a replacement payload")
-    return {"event_type": original.event_type, "payload": repaired}
+    return {"event_type": original.event_type, "payload": cleaned}
 
 
 def _clean(value: Any) -> Any:
     if isinstance(value, str):
-        return _UNSTORABLE.sub("\ufffd", value).replace("\x00", "")
+        return repaired(value)
     if isinstance(value, dict):
         return {_clean(key): _clean(item) for key, item in value.items()}
     if isinstance(value, list):

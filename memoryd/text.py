@@ -38,6 +38,11 @@ def checked_identifier(value: str, field: str) -> str:
     return value
 
 
+def repaired(value: str) -> str:
+    """``value`` made storable: lone surrogates become U+FFFD, NUL is dropped."""
+    return _UNSTORABLE.sub(lambda found: "" if found.group() == "\x00" else "\ufffd", value)
+
+
 def check_document(document: Any, root: str = "") -> None:
     """Every key and string in a JSON-like document is storable; the error names its path."""
     stack = [(document, root or "body")]

@@ -59,7 +59,7 @@ class Fault:
 
 
 class ProjectionStopped(MemorydError):
-    """Raised by a rebuild that met an event it cannot apply (and no stand-in for it)."""
+    """A projection met an event it cannot apply: a rebuild raises it; a catch-up records it and stops."""
 
     status = 503
 
@@ -117,18 +117,15 @@ class Projector:
         cannot apply (with no stand-in) stops it with ``ProjectionStopped`` and
         leaves the old copy as it was.
         """
-        try:
-            with self.database.write() as conn:
-                self._lock_checkpoint(conn, projection.name)
-                projection.reset(conn)
-                superseded = self.store.superseded(conn)
-                position = 0
-                while batch := self.store.read_after(conn, position, BATCH_SIZE):
-                    batch = [superseded[e.position].stand_in(e) if e.position in superseded else e for e in batch]
-                    position = self._apply(conn, projection, position, batch)
-                self._save_checkpoint(conn, projection.name, position)
-        except _Failed as failed:
-            raise ProjectionStopped(failed.fault) from failed.__cause__
+        with self.database.write() as conn:
+            self._lock_checkpoint(conn, projection.name)
+            projection.reset(conn)
+            superseded = self.store.superseded(conn)
+            position = 0
+            while batch := self.store.read_after(conn, position, BATCH_SIZE):
+                batch = [superseded[e.position].stand_in(e) if e.position in superseded else e for e in batch]
+                position = self._apply(conn, projection, position, batch)
+            self._save_checkpoint(conn, projection.name, position)
         log.info("rebuilt projection %s to position %d", projection.name, position)
         return position
 
@@ -141,7 +138,7 @@ class Projector:
                     if batch:
                         position = self._apply(conn, projection, position, batch)
                         self._save_checkpoint(conn, projection.name, position)
-            except _Failed as failed:  # the batch rolled back: keep what precedes the event, stop before it
+            except ProjectionStopped as failed:  # the batch rolled back: keep what precedes the event, stop before it
                 position, moved_on = self._stop_before(projection, failed.fault)
                 if moved_on:  # the event was superseded and its stand-in applied
                     continue
@@ -158,7 +155,7 @@ class Projector:
             try:
                 projection.apply(conn, recorded)
             except Exception as error:
-                raise _Failed(Fault(projection.name, recorded.position, recorded.event_type,
+                raise ProjectionStopped(Fault(projection.name, recorded.position, recorded.event_type,
                                     _storable(f"{type(error).__name__}: {error}")[:2000])) from error
             position = recorded.position
         return position
@@ -179,7 +176,7 @@ class Projector:
                                 projection.name, fault.position)
                     position = self._apply(conn, projection, position, [stand_in])
                 self._save_checkpoint(conn, projection.name, position)
-        except _Failed as again:  # the stand-in fails too (or the log changed under us): stop where we were
+        except ProjectionStopped as again:  # the stand-in fails too (or the log changed under us): stop where we were
             fault, stand_in, position = again.fault, None, self.checkpoint(projection.name)
         if stand_in is not None or position >= fault.position:  # moved on (or another catch-up passed it)
             return position, True
@@ -226,9 +223,3 @@ class Projector:
 def _storable(text: str) -> str:
     """An error message as any database can store it (the event's own bad text may be quoted in it)."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
-
-
-class _Failed(Exception):
-    def __init__(self, fault: Fault) -> None:
-        super().__init__(fault.describe())
-        self.fault = fault

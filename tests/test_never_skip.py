@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import random
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -27,7 +26,7 @@ from memoryd.domain import Memory
 from memoryd.schema import events, projection_gaps
 from projections.projector import Projector
 from tests.conftest import make_services
-from tests.helpers import RecordingProjection
+from tests.helpers import RecordingProjection, until
 
 pytestmark = pytest.mark.postgres
 
@@ -123,12 +122,12 @@ def test_without_serialized_appends_the_same_reader_does_skip_events(postgres_ur
 
 def _until_waiting_for_the_append_lock(services: Any, count: int) -> None:
     query = text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
-    deadline = time.monotonic() + 10
-    with services.database.engine.connect() as conn:
-        while conn.execute(query).scalar_one() < count:
-            assert time.monotonic() < deadline, "the later appends never queued behind the open transaction"
-            threading.Event().wait(0.01)
-            conn.commit()  # a fresh snapshot of pg_locks each time
+
+    def queued() -> bool:
+        with services.database.engine.connect() as conn:  # a fresh snapshot of pg_locks each time
+            return bool(conn.execute(query).scalar_one() >= count)
+
+    until(queued, "the later appends to queue behind the open transaction", timeout=10)
 
 
 def test_a_position_held_by_an_open_transaction_is_passed_only_after_it_rolls_back(built_postgres):

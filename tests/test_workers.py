@@ -9,7 +9,6 @@ import signal
 import socket
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -165,13 +164,12 @@ def private_redis() -> Iterator[tuple[str, callable, callable]]:
 
     def start() -> None:
         process.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+
+        def listening() -> bool:
             with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
-                    return
-            time.sleep(0.05)
-        raise AssertionError("the private redis-server did not start")
+                return sock.connect_ex(("127.0.0.1", port)) == 0
+
+        until(listening, "the private redis-server to start", timeout=10)
 
     def stop() -> None:
         if process[-1].poll() is None:
