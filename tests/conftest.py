@@ -27,7 +27,9 @@ from memoryd.bootstrap import build_services
 from memoryd.config import Config, ServerSettings, StorageSettings, WorkerSettings
 
 POSTGRES_URL = os.environ.get("MEMORYD_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
-REDIS_URL = os.environ.get("MEMORYD_TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
+# Each pytest-xdist worker (gw0, gw1, ...) flushes a Redis database of its own.
+_XDIST_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+REDIS_URL = os.environ.get("MEMORYD_TEST_REDIS_URL", f"redis://127.0.0.1:6379/{13 - _XDIST_WORKER % 13}")
 UNDER_CI = os.environ.get("CI", "").lower() == "true"
 
 
