@@ -17,7 +17,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.routing import PathConverter
 
-from api import admin, health, memories, projects, sessions, workstreams
+from api import admin, health, memories, projects, sessions, turns, workstreams
 from api.consistency import waiters_for
 from api.openapi import build_openapi
 from memoryd.app.services import Services
@@ -49,6 +49,7 @@ def create_app(services: Services) -> Flask:
     app.register_blueprint(health.blueprint)
     app.register_blueprint(projects.blueprint)
     app.register_blueprint(sessions.blueprint)
+    app.register_blueprint(turns.blueprint)
     app.register_blueprint(workstreams.blueprint)
     openapi = build_openapi()
     app.add_url_rule("/v1/api/openapi.json", "openapi", lambda: jsonify(openapi))

@@ -43,7 +43,7 @@ def after_position(view: F) -> F:
 
     @wraps(view)
     def waiting(*args: Any, **kwargs: Any) -> Any:
-        wanted = _min_position()
+        wanted = requested_min_position()
         if wanted:
             _wait_for(wanted)
         return view(*args, **kwargs)
@@ -113,7 +113,7 @@ def settle(position: int) -> bool:
     return projected
 
 
-def _min_position() -> int:
+def requested_min_position() -> int:
     raw = request.headers.get(MIN_POSITION_HEADER) or request.args.get("min_position") or ""
     if not raw:
         return 0

@@ -49,7 +49,7 @@ def idempotent(rebuild: Rebuild | None = None) -> Callable[[F], F]:
             key = request.headers.get(KEY_HEADER)
             if key is None:
                 return view(*args, **kwargs)
-            claim = IdempotencyClaim(_key_owner(), _checked(key), _fingerprint())
+            claim = IdempotencyClaim(_key_owner(), checked_key(key), _fingerprint())
             while True:
                 held = _claim_or_holder(claim)
                 if held is not None:
@@ -126,7 +126,7 @@ def _claimed_at(stored: StoredOutcome) -> dt.datetime:
     return dt.datetime.strptime(stored.claimed, TIMESTAMP_FORMAT).replace(tzinfo=dt.UTC)
 
 
-def _checked(key: str) -> str:
+def checked_key(key: str) -> str:
     if not 1 <= len(key) <= 255 or not key.isprintable() or not key.isascii():
         raise ValidationError(f"{KEY_HEADER} must be 1 to 255 printable ASCII characters")
     return checked_identifier(key, KEY_HEADER)

@@ -9,7 +9,7 @@ from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 from marshmallow import Schema
 
-from api import schemas
+from api import schemas, turn_schemas
 
 _ERRORS = {
     "400": "Invalid input",
@@ -115,6 +115,23 @@ def build_openapi() -> dict[str, Any]:
     spec.path("/v1/api/sessions/{session_id}/memory", operations={
         "post": _operation("Run one memory tool call with the session's own token", schemas.ToolResultSchema,
                            body=schemas.ToolCallSchema, path=("session_id",), idempotent=True),
+    })
+    spec.path("/v1/api/sessions/{session_id}/turns", operations={
+        "post": _operation("Compose this turn: the memories to inject, the hint and the nudges, with a receipt",
+                           turn_schemas.TurnSchema, body=turn_schemas.TurnRequestSchema, path=("session_id",),
+                           idempotent=True, waits=True),
+    })
+    spec.path("/v1/api/sessions/{session_id}/turns/{turn_id}", operations={
+        "get": _operation("A turn's receipt, its block rebuilt from the log", turn_schemas.ReceiptSchema,
+                          path=("session_id", "turn_id")),
+    })
+    spec.path("/v1/api/sessions/{session_id}/signals", operations={
+        "post": _operation("The nudges a tool-loop event earns (resume, tool_results)", turn_schemas.SignalAnswerSchema,
+                           body=turn_schemas.SignalRequestSchema, path=("session_id",)),
+    })
+    spec.path("/v1/api/admin/sessions/{session_id}/turns", operations={
+        "get": _operation("A session's turn receipts, in turn order", turn_schemas.ReceiptPageSchema,
+                          query=schemas.ReceiptsQuery, path=("session_id",)),
     })
     spec.path("/v1/api/admin/workstreams", operations={
         "post": _operation("Create a workstream", schemas.WorkstreamSchema, body=schemas.CreateWorkstreamRequest,

@@ -156,6 +156,12 @@ class AuditQuery(RequestSchema):
     limit = _limit(100, 1, 1000)
 
 
+class ReceiptsQuery(RequestSchema):
+    after = WholeNumber(load_default=0, validate=validate.Range(0, 2**31 - 1, error="after must be a turn number (0 or more)"),
+                        error_messages={"invalid": "after must be an integer"})
+    limit = _limit(50, 1, 200)
+
+
 class CreateProjectRequest(RequestSchema):
     name = _text("name", "name is required")
     owner = _text("owner", "owner is required", metadata={"description": "the owning user's id"})

@@ -34,7 +34,7 @@ def session_authorized(view: F) -> F:
     """Require the token of the session the path names (the memory tool's own token)."""
 
     @wraps(view)
-    def guarded(session_id: str) -> Any:
+    def guarded(session_id: str, **path: str) -> Any:
         caller = _session_from_token()
         session = services().sessions.get(session_id)
         if session is None:
@@ -42,7 +42,7 @@ def session_authorized(view: F) -> F:
         if caller.session_id != session.session_id:
             raise Forbidden("this token belongs to another session")
         g.session = session
-        return view(session_id)
+        return view(session_id, **path)
 
     return cast(F, guarded)
 

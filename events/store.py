@@ -107,6 +107,22 @@ class EventStore:
             row = conn.execute(select(events).where(events.c.position == position)).first()
         return _recorded(row) if row else None
 
+    def events_at(self, positions: Sequence[int]) -> dict[int, RecordedEvent]:
+        """The events at these positions as projections see them: a superseded one by its stand-in."""
+        if not positions:
+            return {}
+        wanted = {superseded_stream_id(position): position for position in positions}
+        with self.database.read() as conn:
+            found = {row.position: _recorded(row) for row in conn.execute(
+                select(events).where(events.c.position.in_(list(positions))))}
+            superseding = conn.execute(select(events).where(events.c.stream_id.in_(list(wanted)))
+                                       .order_by(events.c.stream_version)).all()
+        for row in superseding:  # the newest supersede of a position wins, as in ``stand_in``
+            event = _recorded(row).to_domain()
+            if isinstance(event, EventSuperseded) and (position := wanted[row.stream_id]) in found:
+                found[position] = event.stand_in(found[position])
+        return found
+
     def stand_in(self, conn: Connection, recorded: RecordedEvent) -> RecordedEvent | None:
         """What projections apply instead of ``recorded`` if an operator superseded it, else None."""
         query = select(events).where(events.c.stream_id == superseded_stream_id(recorded.position))

@@ -1,10 +1,13 @@
 """Reading a stream's state from its newest event: every memory and project event carries the whole state.
 
 Commands decide on these; the memory tool and entry points use ``live_project``
-to check access against the log itself, never a lagging read model.
+to check access against the log itself, never a lagging read model, and the
+turn composer renders memories as ``memory_versions`` finds them.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from events.store import EventStore
 from events.types import (
@@ -33,6 +36,12 @@ def current_project(last: RecordedEvent | None) -> Project | None:
         return None
     event = last.to_domain()
     return event.project if isinstance(event, ProjectEvent) and not isinstance(event, ProjectDeleted) else None
+
+
+def memory_versions(store: EventStore, positions: Sequence[int]) -> dict[int, Memory]:
+    """The memory each position's event left (a version), as projections applied it; deletions are left out."""
+    return {position: memory for position, recorded in store.events_at(positions).items()
+            if (memory := current_memory(recorded)) is not None}
 
 
 def live_project(store: EventStore, project_id: str) -> Project | None:

@@ -17,6 +17,7 @@ from events.store import EventStore
 from memoryd import migrate
 from memoryd.app.services import Services
 from memoryd.app.tool import MemoryTool
+from memoryd.app.turn import TurnComposer
 from memoryd.app.workstreams import Workstreams
 from memoryd.config import Config
 from memoryd.db import Database
@@ -49,8 +50,9 @@ def build_services(config: Config) -> Services:
                      idempotency)
     search = SearchService(store, config.search.k1, config.search.b)
     tool = MemoryTool(bus, store, database, directory, search, config.memory.max_content)
+    turns = TurnComposer(store, database, directory, search, config.memory)
     return Services(config, database, store, projector, memory_table, bus, directory, idempotency, redis, queue,
-                    search, Sessions(database, directory), tool, Workstreams(directory, store))
+                    search, Sessions(database, directory), tool, turns, Workstreams(directory, store))
 
 
 def prepare_database(services: Services, environ: Mapping[str, str] | None = None) -> str | None:

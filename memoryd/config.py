@@ -33,6 +33,7 @@ class MemorySettings:
     max_content: int = 32_768
     nudge_cooldown: int = 300
     nudges: bool = True
+    receipt_retention_days: int = 30  # turn receipts older than this are forgotten; 0 keeps them
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,7 @@ _KEYS = (
     _Key("memory", "max_content", _integer(100, 65_536)),
     _Key("memory", "nudge_cooldown", _integer(0)),
     _Key("memory", "nudges", _boolean),
+    _Key("memory", "receipt_retention_days", _integer(0, 36_500)),
     _Key("server", "host", _string, "MEMORYD_HOST"),
     _Key("server", "port", _integer(1, 65_535), "MEMORYD_PORT"),
     _Key("server", "threads", _integer(1, 256), "MEMORYD_THREADS"),

@@ -118,6 +118,39 @@ sessions = Table(
     Column("parent_session_id", String(36), nullable=True),  # a coordinator's child
     Column("token_hash", String(64), nullable=False, unique=True),
     Column("created", String(19), nullable=False),
+    Column("turns", Integer, nullable=False, server_default="0"),  # turns recorded so far (the last turn's number)
+)
+
+# What each recorded turn put in front of the model: ids, versions, scores and
+# hashes, never memory text (the block is rebuilt from the log when a receipt is
+# read). Like ``memory_access``, a record of reads kept beside the log: no
+# projection derives it, a rebuild leaves it alone, and old receipts expire.
+turn_receipts = Table(
+    "turn_receipts",
+    metadata,
+    Column("receipt_id", String(36), primary_key=True),
+    Column("session_id", String(36), ForeignKey("sessions.session_id"), nullable=False),
+    Column("turn_id", String(255), nullable=False),
+    Column("turn", Integer, nullable=False),
+    Column("created", String(19), nullable=False),
+    Column("position", BigInteger, nullable=False),  # the log position the turn was composed at
+    Column("request_sha256", String(64), nullable=False),  # a retry of the turn_id must send the same request
+    Column("block_sha256", String(64), nullable=False),
+    Column("system_sha256", String(64), nullable=False),  # of the system message the runtime was to send
+    Column("details", Document, nullable=False),  # placement, items (id, version, score), nudges, counts
+    UniqueConstraint("session_id", "turn_id", name="uq_turn_receipts_turn_id"),
+    Index("ix_turn_receipts_session_turn", "session_id", "turn"),
+    Index("ix_turn_receipts_created", "created"),
+)
+
+# When each nudge type was last delivered to a session (milliseconds since the
+# epoch): the cooldown, shared by every process on the database.
+nudge_deliveries = Table(
+    "nudge_deliveries",
+    metadata,
+    Column("session_id", String(36), primary_key=True),
+    Column("nudge_type", String(32), primary_key=True),
+    Column("delivered_ms", BigInteger, nullable=False),
 )
 
 # Reads of memories (tool get and search): telemetry beside the log, not in it,

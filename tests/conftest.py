@@ -24,7 +24,8 @@ from api.app import create_app
 from memoryd import migrate
 from memoryd.app.services import Services
 from memoryd.bootstrap import build_services
-from memoryd.config import Config, ServerSettings, StorageSettings, WorkerSettings
+from memoryd.config import Config, MemorySettings, ServerSettings, StorageSettings, WorkerSettings
+from tests.helpers import World
 
 POSTGRES_URL = os.environ.get("MEMORYD_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 # Each pytest-xdist worker (gw0, gw1, ...) flushes a Redis database of its own.
@@ -105,13 +106,15 @@ def database_url(request: pytest.FixtureRequest) -> str:
     return str(request.getfixturevalue(f"{request.param}_url"))
 
 
-def make_services(url: str, redis_url: str = "", queue: str | None = None, **server: Any) -> Services:
+def make_services(url: str, redis_url: str = "", queue: str | None = None, memory: MemorySettings | None = None,
+                  **server: Any) -> Services:
     """Services on ``url`` with a fresh schema; ``redis_url`` switches projection to workers.
 
     Each gets a queue of its own: other test runs may share the test Redis database.
     """
     workers = WorkerSettings(redis_url=redis_url, queue=queue or f"memoryd-test-{uuid.uuid4().hex[:8]}")
-    config = Config(storage=StorageSettings(database_url=url), workers=workers, server=ServerSettings(**server))
+    config = Config(memory=memory or MemorySettings(), storage=StorageSettings(database_url=url), workers=workers,
+                    server=ServerSettings(**server))
     services = build_services(config)
     migrate.upgrade(services.database)
     return services
@@ -220,6 +223,11 @@ def admin(make_caller: MakeCaller) -> Caller:
 def any_make_caller(any_services: Services) -> MakeCaller:
     """``make_caller`` on each backend in turn."""
     return _caller_factory(create_app(any_services), any_services)
+
+
+@pytest.fixture
+def world(admin: Caller, services: Services) -> World:
+    return World(admin, services)
 
 
 @dataclass

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from typing import Any
 
@@ -103,10 +106,22 @@ def until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> No
         time.sleep(0.02)
 
 
+def http_call(port: int, token: str, method: str, path: str, body: Any = None,
+              headers: dict[str, str] | None = None) -> tuple[int, Any, dict[str, str]]:
+    """One request to a server on the loopback: status, JSON body, headers (errors answered, not raised)."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}", method=method, data=json.dumps(body).encode() if body is not None else None,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json", **(headers or {})},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read()), dict(response.headers)
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read()), dict(error.headers)
+
+
 def wait_until_serving(url: str, timeout: float = 30.0) -> bool:
     """Poll ``url`` until an HTTP server answers it; False if none did within ``timeout``."""
-    import urllib.request
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -115,3 +130,74 @@ def wait_until_serving(url: str, timeout: float = 30.0) -> bool:
         except OSError:
             time.sleep(0.1)
     return False
+
+
+PROJECTS = "/v1/api/admin/projects"
+
+
+class World:
+    """Users, a project, workstreams and agent sessions, made through the admin API (fixture ``world``)."""
+
+    def __init__(self, admin: Any, services: Services) -> None:
+        self.admin, self.services = admin, services
+        self.owner = services.directory.create_user("owner")
+        self.member = services.directory.create_user("member")
+        self.stranger = services.directory.create_user("stranger")
+        self.project = admin.post(PROJECTS, json={"name": "apollo", "owner": self.owner}).json["project_id"]
+
+    def workstream(self, owner: str | None, project: str | None = None, memory: bool = True) -> str:
+        body = {"name": "ws", "owner": owner, "project_id": project, "persona": {"memory": memory}}
+        response = self.admin.post("/v1/api/admin/workstreams", json=body)
+        assert response.status_code == 201, response.json
+        return str(response.json["workstream_id"])
+
+    def session(self, workstream: str, user: str | None = None, kind: str = "interactive",
+                parent: str | None = None) -> AgentSession:
+        body = {"kind": kind, "workstream_id": workstream, "user_id": user, "parent_session_id": parent}
+        response = self.admin.post("/v1/api/sessions", json=body)
+        assert response.status_code == 201, response.json
+        return AgentSession(self.admin.client, response.json["session_id"], response.json["token"])
+
+    def grant(self, user: str, access: str) -> None:
+        self.admin.request("PUT", f"{PROJECTS}/{self.project}/members/{user}", json={"access": access})
+
+
+class AgentSession:
+    """An agent session over HTTP: calling it runs the memory tool; ``turn`` and ``signal`` are the turn routes."""
+
+    def __init__(self, client: Any, session_id: str, token: str) -> None:
+        self.client, self.session_id, self.token = client, session_id, token
+        self.headers = {"Authorization": f"Bearer {token}"}
+
+    def __call__(self, action: str, **arguments: Any) -> Any:
+        response = self.client.post(f"/v1/api/sessions/{self.session_id}/memory", json={"action": action, **arguments},
+                                    headers=self.headers)
+        assert response.status_code == 200, response.json
+        return response.json
+
+    def save(self, name: str, content: str = "content", **arguments: Any) -> Any:
+        arguments.setdefault("description", "d")
+        return self("save", name=name, content=content, **arguments)
+
+    def post_turn(self, body: Any, **headers: str) -> Any:
+        """The raw response of ``POST .../turns``."""
+        return self.client.post(f"/v1/api/sessions/{self.session_id}/turns", json=body,
+                                headers=self.headers | headers)
+
+    def turn(self, *user_texts: str, **body: Any) -> Any:
+        """A turn whose conversation is these user messages (with assistant replies between); its body."""
+        messages: list[dict[str, Any]] = []
+        for text in user_texts:
+            messages += [{"role": "assistant", "content": "ok"}] if messages else []
+            messages.append({"role": "user", "content": text})
+        if messages:
+            body.setdefault("messages", messages)
+        response = self.post_turn(body)
+        assert response.status_code == 200, response.json
+        return response.json
+
+    def signal(self, body: Any) -> Any:
+        return self.client.post(f"/v1/api/sessions/{self.session_id}/signals", json=body, headers=self.headers)
+
+    def receipt(self, turn_id: str) -> Any:
+        return self.client.get(f"/v1/api/sessions/{self.session_id}/turns/{turn_id}", headers=self.headers)

@@ -4,52 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-PROJECTS = "/v1/api/admin/projects"
-
-
-class World:
-    """Users, a project, workstreams and sessions, made through the admin API."""
-
-    def __init__(self, admin, services):
-        self.admin, self.services = admin, services
-        self.owner = services.directory.create_user("owner")
-        self.member = services.directory.create_user("member")
-        self.stranger = services.directory.create_user("stranger")
-        self.project = admin.post(PROJECTS, json={"name": "apollo", "owner": self.owner}).json["project_id"]
-
-    def workstream(self, owner, project=None, memory=True):
-        body = {"name": "ws", "owner": owner, "project_id": project, "persona": {"memory": memory}}
-        response = self.admin.post("/v1/api/admin/workstreams", json=body)
-        assert response.status_code == 201, response.json
-        return response.json["workstream_id"]
-
-    def session(self, workstream, user=None, kind="interactive", parent=None):
-        body = {"kind": kind, "workstream_id": workstream, "user_id": user, "parent_session_id": parent}
-        response = self.admin.post("/v1/api/sessions", json=body)
-        assert response.status_code == 201, response.json
-        return Tool(self.admin.client, response.json["session_id"], response.json["token"])
-
-    def grant(self, user, access):
-        self.admin.request("PUT", f"{PROJECTS}/{self.project}/members/{user}", json={"access": access})
-
-
-class Tool:
-    def __init__(self, client, session_id, token):
-        self.client, self.session_id, self.token = client, session_id, token
-
-    def __call__(self, action, **arguments):
-        response = self.client.post(f"/v1/api/sessions/{self.session_id}/memory", json={"action": action, **arguments},
-                                    headers={"Authorization": f"Bearer {self.token}"})
-        assert response.status_code == 200, response.json
-        return response.json
-
-    def save(self, name, content="content", **arguments):
-        return self("save", name=name, content=content, description="d", **arguments)
-
-
-@pytest.fixture
-def world(admin, services):
-    return World(admin, services)
+from tests.helpers import PROJECTS
 
 
 def test_an_interactive_session_without_a_project_saves_to_global_by_default(world):

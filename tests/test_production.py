@@ -7,27 +7,12 @@ import json
 import os
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 
 import pytest
 
-from tests.helpers import free_port, spawn_worker, wait_until_serving
+from tests.helpers import free_port, http_call, spawn_worker, wait_until_serving
 
 pytestmark = pytest.mark.postgres
-
-
-def _call(port: int, token: str, method: str, path: str, body: dict | None = None,
-          headers: dict[str, str] | None = None) -> tuple[int, dict, dict]:
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}{path}", method=method, data=json.dumps(body).encode() if body else None,
-        headers={"Authorization": f"Bearer {token}", **(headers or {})},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, json.loads(response.read()), dict(response.headers)
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read()), dict(error.headers)
 
 
 def test_two_gunicorn_processes_and_a_worker_serve_reads_of_their_own_writes(built_postgres, postgres_url, redis_url):
@@ -44,23 +29,23 @@ def test_two_gunicorn_processes_and_a_worker_serve_reads_of_their_own_writes(bui
         assert wait_until_serving(f"http://127.0.0.1:{port}/healthz"), "gunicorn did not come up"
         positions = []
         for index in range(40):
-            status, body, headers = _call(port, token, "POST", "/v1/api/memories",
+            status, body, headers = http_call(port, token, "POST", "/v1/api/memories",
                                           {"name": f"note_{index}", "content": f"fact {index}", "description": "d"})
             assert status == 201, body
             positions.append(int(headers["X-Memory-Position"]))
-        status, body, _ = _call(port, token, "GET", "/v1/api/memories?limit=200",
+        status, body, _ = http_call(port, token, "GET", "/v1/api/memories?limit=200",
                                 headers={"X-Min-Position": str(positions[-1])})
         assert status == 200 and body["total"] == 40
 
         retry = {"name": "once", "content": "exactly once", "description": "d"}
-        first = _call(port, token, "POST", "/v1/api/memories", retry, {"Idempotency-Key": "k-1"})
+        first = http_call(port, token, "POST", "/v1/api/memories", retry, {"Idempotency-Key": "k-1"})
         assert first[0] == 201, first
-        again = [_call(port, token, "POST", "/v1/api/memories", retry, {"Idempotency-Key": "k-1"}) for _ in range(5)]
+        again = [http_call(port, token, "POST", "/v1/api/memories", retry, {"Idempotency-Key": "k-1"}) for _ in range(5)]
         assert {(status, json.dumps(body, sort_keys=True)) for status, body, _ in again} == {
             (first[0], json.dumps(first[1], sort_keys=True))}
         names = [event.payload["memory"]["name"] for event in services.store.iter_all()]
         assert names.count("once") == 1, (first, names[-5:])
-        status, ready, _ = _call(port, token, "GET", "/readyz")
+        status, ready, _ = http_call(port, token, "GET", "/readyz")
         assert status == 200 and ready["status"] == "ready"
     finally:
         api.terminate()

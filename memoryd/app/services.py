@@ -15,6 +15,7 @@ from commands.bus import CommandBus
 from events.idempotency import IdempotencyKeys
 from events.store import EventStore
 from memoryd.app.tool import MemoryTool
+from memoryd.app.turn import TurnComposer
 from memoryd.app.workstreams import Workstreams
 from memoryd.config import Config
 from memoryd.db import Database
@@ -40,4 +41,5 @@ class Services:
     search: SearchService
     sessions: Sessions
     tool: MemoryTool
+    turns: TurnComposer
     workstreams: Workstreams

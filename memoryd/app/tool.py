@@ -19,14 +19,13 @@ Scope rules (the spec's "Inherited target and coordinator scope"):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from commands.bus import CommandBus
 from commands.model import DeleteMemory, SaveMemory
 from events.idempotency import IdempotencyClaim
 from events.store import EventStore
-from events.streams import live_project
 from events.types import (
     EventMetadata,
     MemoryEvent,
@@ -34,8 +33,9 @@ from events.types import (
     MemoryUpdated,
     RecordedEvent,
 )
+from memoryd.app.scope import SessionScope, WorkstreamGone, patterns, resolve
 from memoryd.db import Database
-from memoryd.directory import Directory, Workstream
+from memoryd.directory import Directory
 from memoryd.domain import (
     SCOPES,
     Memory,
@@ -45,7 +45,6 @@ from memoryd.domain import (
     utc_timestamp,
 )
 from memoryd.errors import MemorydError, NotFound, StorageError, ValidationError
-from memoryd.projects import ACTIVE, Project
 from memoryd.sessions import Session
 from memoryd.text import checked_identifier, checked_text
 from projections.filters import MemoryFilter, ScopePattern
@@ -95,29 +94,6 @@ class ToolResult:
         return body | {"text": self.text}
 
 
-@dataclass(frozen=True)
-class Context:
-    """A session as it stands at this call."""
-
-    session: Session
-    workstream: Workstream
-    project: Project | None = field(default=None)  # the attached project, read live from the log
-
-    @property
-    def user_id(self) -> str:
-        return self.session.user_id
-
-    @property
-    def allowed(self) -> tuple[str, ...]:
-        return COORDINATOR_SCOPES if self.session.is_coordinator else INTERACTIVE_SCOPES
-
-    def project_access(self) -> str | None:
-        """``read``/``write`` on the attached project if it is active and the user may, else None."""
-        if self.project is None or self.project.state != ACTIVE:
-            return None
-        return self.project.access_of(self.user_id)
-
-
 class MemoryTool:
     """The tool, given what it works with: the command bus, the log, the read models and the directory."""
 
@@ -136,7 +112,7 @@ class MemoryTool:
             if handler is None:
                 raise ToolRefusal(f"unknown action '{action}'. Valid: save, get, search, delete, list")
             context = self._context(session)
-            if not context.workstream.persona_memory:
+            if not context.memory_enabled:
                 raise ToolRefusal("memory is turned off for this workstream's persona")
             return handler(context, arguments, claim)
         except (ToolRefusal, ValidationError) as refusal:
@@ -145,7 +121,7 @@ class MemoryTool:
 
     # -- actions -------------------------------------------------------------------
 
-    def _save(self, context: Context, arguments: dict[str, Any], claim: IdempotencyClaim | None) -> ToolResult:
+    def _save(self, context: SessionScope, arguments: dict[str, Any], claim: IdempotencyClaim | None) -> ToolResult:
         command = SaveMemory.validated(
             name=_required(arguments, "name", "save"), content=arguments.get("content"),
             description=arguments.get("description"), type=arguments.get("type"),
@@ -155,7 +131,7 @@ class MemoryTool:
         outcome = self.bus.handle(command, self._metadata(context), claim)
         return ToolResult.written("Saved" if outcome.created else "Updated", outcome.memory)
 
-    def _get(self, context: Context, arguments: dict[str, Any], claim: IdempotencyClaim | None) -> ToolResult:
+    def _get(self, context: SessionScope, arguments: dict[str, Any], claim: IdempotencyClaim | None) -> ToolResult:
         name = clean_name(_required(arguments, "name", "get"))
         namespace = self._target(context, arguments.get("scope"), write=False)
         with self.database.read() as conn:
@@ -166,7 +142,7 @@ class MemoryTool:
             raise ToolRefusal(f"no memory named '{name}' in scope '{namespace.scope}'" + self._hint(context, name, namespace))
         return ToolResult(True, _render(found, full=True), memory=found)
 
-    def _delete(self, context: Context, arguments: dict[str, Any], claim: IdempotencyClaim | None) -> ToolResult:
+    def _delete(self, context: SessionScope, arguments: dict[str, Any], claim: IdempotencyClaim | None) -> ToolResult:
         name = clean_name(_required(arguments, "name", "delete"))
         namespace = self._target(context, arguments.get("scope"), write=True)
         try:
@@ -176,7 +152,7 @@ class MemoryTool:
                               + self._hint(context, name, namespace)) from None
         return ToolResult.written("Deleted", outcome.memory)
 
-    def _search(self, context: Context, arguments: dict[str, Any], claim: IdempotencyClaim | None) -> ToolResult:
+    def _search(self, context: SessionScope, arguments: dict[str, Any], claim: IdempotencyClaim | None) -> ToolResult:
         query = (arguments.get("query") or "").strip()
         if not query:
             raise ToolRefusal("'query' is required for search")
@@ -186,32 +162,30 @@ class MemoryTool:
         found = self._touched(found)
         return ToolResult(True, _render_list(found, "No memories match."), memories=found)
 
-    def _list(self, context: Context, arguments: dict[str, Any], claim: IdempotencyClaim | None) -> ToolResult:
+    def _list(self, context: SessionScope, arguments: dict[str, Any], claim: IdempotencyClaim | None) -> ToolResult:
         with self.database.read() as conn:
             found = list_memories(conn, self._visible(context, arguments), _limit(arguments))
         return ToolResult(True, _render_list(found, "No memories stored."), memories=found)
 
     # -- scopes --------------------------------------------------------------------
 
-    def _context(self, session: Session) -> Context:
-        workstream = self.directory.workstream(session.workstream_id)
-        if workstream is None:
-            raise ToolRefusal("this session's workstream no longer exists")
-        project = None
-        if workstream.project_id:
-            project = live_project(self.store, workstream.project_id)
-        return Context(session, workstream, project)
+    def _context(self, session: Session) -> SessionScope:
+        try:
+            return resolve(session, self.directory, self.store)
+        except WorkstreamGone as gone:
+            raise ToolRefusal(str(gone)) from None
 
-    def _scope(self, context: Context, raw: Any) -> str:
+    def _scope(self, context: SessionScope, raw: Any) -> str:
         scope = str(raw).strip().lower()
         if scope not in SCOPES:
             raise ToolRefusal(f"invalid scope '{raw}'. Valid: {', '.join(SCOPES)}")
-        if scope not in context.allowed:
+        allowed = COORDINATOR_SCOPES if context.session.is_coordinator else INTERACTIVE_SCOPES
+        if scope not in allowed:
             raise ToolRefusal(f"scope '{scope}' is unavailable to this {context.session.kind} session; "
-                              f"it may use: {', '.join(context.allowed)}")
+                              f"it may use: {', '.join(allowed)}")
         return scope
 
-    def _target(self, context: Context, raw: Any, *, write: bool) -> Namespace:
+    def _target(self, context: SessionScope, raw: Any, *, write: bool) -> Namespace:
         """The one namespace a save, get or delete addresses."""
         if raw is None or str(raw).strip() == "":
             scope = "project" if context.workstream.project_id else (
@@ -220,7 +194,7 @@ class MemoryTool:
             scope = self._scope(context, raw)
         return self._namespace(context, scope, write=write)
 
-    def _namespace(self, context: Context, scope: str, *, write: bool) -> Namespace:
+    def _namespace(self, context: SessionScope, scope: str, *, write: bool) -> Namespace:
         if scope == "global":
             return Namespace("global", "")
         if scope == "workstream":
@@ -241,35 +215,20 @@ class MemoryTool:
                               "project-scoped memory cannot be changed.")
         return Namespace("project", context.workstream.project_id)
 
-    def _envelope(self, context: Context) -> list[Namespace | ScopePattern]:
-        """Everything search and list may span without a scope."""
-        visible: list[Namespace | ScopePattern] = []
-        if context.session.is_coordinator:
-            visible.append(Namespace("coordinator", context.user_id))
-        else:
-            visible += [ScopePattern("global"), Namespace("workstream", context.workstream.workstream_id)]
-            if context.user_id:
-                visible.append(Namespace("user", context.user_id))
-        if context.project_access() is not None:
-            visible.append(Namespace("project", context.workstream.project_id or ""))
-        return visible
-
-    def _visible(self, context: Context, arguments: dict[str, Any]) -> MemoryFilter:
+    def _visible(self, context: SessionScope, arguments: dict[str, Any]) -> MemoryFilter:
         memory_type = clean_type_filter(arguments.get("type") or "")
         raw = arguments.get("scope")
         if raw is None or str(raw).strip() == "":
-            chosen = self._envelope(context)
-        else:
-            namespace = self._namespace(context, self._scope(context, raw), write=False)
-            chosen = [ScopePattern("global") if namespace.scope == "global" else namespace]
-        patterns = tuple(p if isinstance(p, ScopePattern) else ScopePattern(p.scope, p.scope_id) for p in chosen)
-        return MemoryFilter(type=memory_type, scopes=patterns)
+            return context.envelope_filter(memory_type)
+        namespace = self._namespace(context, self._scope(context, raw), write=False)
+        chosen = [ScopePattern("global") if namespace.scope == "global" else namespace]
+        return MemoryFilter(type=memory_type, scopes=patterns(chosen))
 
-    def _hint(self, context: Context, name: str, missed: Namespace) -> str:
+    def _hint(self, context: SessionScope, name: str, missed: Namespace) -> str:
         """Where else the session can see this name (never probing scopes it cannot)."""
         elsewhere = []
         with self.database.read() as conn:
-            for candidate in self._envelope(context):
+            for candidate in context.envelope():
                 namespace = Namespace(candidate.scope, candidate.scope_id or "")
                 if namespace != missed and find_memory(conn, name, namespace) is not None:
                     elsewhere.append(namespace.scope)
@@ -289,7 +248,7 @@ class MemoryTool:
             record_access(conn, [row["memory_id"] for row in rows], now)
         return [row | {"last_accessed": now, "access_count": row["access_count"] + 1} for row in rows]
 
-    def _metadata(self, context: Context) -> EventMetadata:
+    def _metadata(self, context: SessionScope) -> EventMetadata:
         return EventMetadata(actor_user_id=context.user_id, surface="tool", session_id=context.session.session_id,
                              workstream_id=context.workstream.workstream_id)
 

@@ -31,7 +31,7 @@ from projections.search.merging import Merges
 from projections.search.parts import Delta, Segment, build
 from projections.search.ranking import K1, B, idf, tokenize
 from projections.search.scoring import EMPTY, Gathered, Postings, top_mask
-from projections.search.state import ALL_TYPES, TYPE_CODES
+from projections.search.state import ALL_TYPES, TYPE_CODES, recency_key
 from projections.search.tuning import Tuning
 
 
@@ -39,6 +39,22 @@ from projections.search.tuning import Tuning
 class Hit:
     memory_id: str
     score: float
+
+
+@dataclass(frozen=True)
+class Candidate:
+    memory_id: str
+    score: float | None  # None: chosen by recency, with no words to rank by
+    position: int  # the log position of the event this version of the memory was indexed from
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """One consistent read: the best (or newest) memories a filter admits, and how many it admits."""
+
+    position: int  # the log position the index had applied
+    in_scope: int  # live memories the filter admits
+    ranked: list[Candidate]
 
 
 @dataclass(frozen=True)
@@ -70,7 +86,7 @@ class SearchIndex(Merges):
             if isinstance(event, MemoryEvent):
                 self._remove(event.memory.memory_id)
                 if not isinstance(event, MemoryDeleted):
-                    self._add(event.memory)
+                    self._add(event.memory, recorded.position)
             self.position = recorded.position
             self._maintain()
 
@@ -125,9 +141,9 @@ class SearchIndex(Merges):
                     seg.terms.nbytes + seg.offsets.nbytes + seg.namespaces.nbytes + seg.starts.nbytes for seg in segments),
                 "numpy: per-document slot, length, type, alive (in segments)": sum(
                     seg.slots.nbytes + seg.lengths.nbytes + seg.types.nbytes + seg.alive.nbytes for seg in segments),
-                "numpy: per-slot length, type, namespace, alive, location": sum(
+                "numpy: per-slot length, type, namespace, alive, location, version, recency": sum(
                     array.nbytes for array in (self._length, self._type, self._namespace, self._alive, self._part_of,
-                                               self._document_of)),
+                                               self._document_of, self._version, self._recency)),
                 "python: memory ids (list + str), id -> slot dict": strings(self._memory_ids, self._memory_ids)
                 + size(self._slot_of) + sum(size(key) for key in self._slot_of),
                 "python: updated timestamps (list + str)": strings(self._updated, self._updated),
@@ -139,7 +155,7 @@ class SearchIndex(Merges):
                 + sum(strings(row, row) for row in (*self._documents, *self._lengths)),
             }
 
-    def _add(self, memory: Memory) -> None:
+    def _add(self, memory: Memory, position: int) -> None:
         words = tokenize(f"{memory.name} {memory.description} {memory.content}")
         namespace = self._namespace_number((memory.scope, memory.scope_id))
         type_code = TYPE_CODES.get(memory.type, TYPE_CODES["general"])
@@ -154,6 +170,7 @@ class SearchIndex(Merges):
         self._slot_of[memory.memory_id] = slot
         self._length[slot], self._type[slot], self._namespace[slot] = len(words), type_code, namespace
         self._alive[slot], self._part_of[slot] = True, self._delta.number
+        self._version[slot], self._recency[slot] = position, recency_key(memory.updated)
         vocabulary, delta, document = self._vocabulary, self._delta, self._delta.documents
         frequencies = Counter(words)
         for word, frequency in frequencies.items():
@@ -197,11 +214,11 @@ class SearchIndex(Merges):
             sources = self._capture(parts)
             position, words = self.position, list(self._vocabulary)
             keys = sorted(self._namespace_numbers, key=self._namespace_numbers.__getitem__)
-            memory_ids, updated = list(self._memory_ids), list(self._updated)
+            memory_ids, updated, versions = list(self._memory_ids), list(self._updated), self._version.copy()
         segment = build(0, sources, len(words), self._tuning.pack_limit)
         slots = segment.slots.tolist()
         return snapshot.dump(snapshot.Snapshot(position, words, keys, [memory_ids[slot] or "" for slot in slots],
-                                               [updated[slot] for slot in slots], segment))
+                                               [updated[slot] for slot in slots], versions[segment.slots], segment))
 
     @classmethod
     def from_bytes(cls, blob: bytes, k1: float = K1, b: float = B, tuning: Tuning | None = None) -> SearchIndex:
@@ -223,6 +240,8 @@ class SearchIndex(Merges):
         index._length[:documents], index._type[:documents] = segment.lengths, segment.types
         index._namespace[:documents], index._alive[:documents] = namespaces, True
         index._part_of[:documents], index._document_of[:documents] = segment.number, segment.slots
+        index._version[:documents] = loaded.versions
+        index._recency[:documents] = [recency_key(updated) for updated in loaded.updated]
         spaces, by_type = len(index._documents), [segment.types == code for code in range(ALL_TYPES)] + [slice(None)]
         index._documents = np.stack([np.bincount(namespaces[chosen], minlength=spaces)
                                      for chosen in by_type], axis=1).tolist()
@@ -237,28 +256,73 @@ class SearchIndex(Merges):
 
     def search(self, where: MemoryFilter, query: str, limit: int) -> list[Hit]:
         """The ``limit`` best memories ``where`` admits: score, then newest, then id."""
+        with self._lock:
+            return self._search(where, Counter(tokenize(query)), limit)
+
+    def candidates(self, where: MemoryFilter, query: str, limit: int) -> Candidates:
+        """The ``limit`` best matches of ``query``, or with no words in it the newest, all at one position."""
         words = Counter(tokenize(query))
+        with self._lock:
+            if words:
+                ranked = [Candidate(hit.memory_id, hit.score, int(self._version[self._slot_of[hit.memory_id]]))
+                          for hit in self._search(where, words, limit)]
+            else:
+                ranked = [Candidate(self._memory_ids[slot] or "", None, int(self._version[slot]))
+                          for slot in self._newest(where, limit)]
+            return Candidates(self.position, self._count(where), ranked)
+
+    def _search(self, where: MemoryFilter, words: Counter[str], limit: int) -> list[Hit]:
+        """(Lock held) ``search``."""
         if where.type and where.type not in TYPE_CODES:
             return []  # a type no memory can have (admins filter on any string)
-        with self._lock:
-            visible = self._visible(where)
-            type_code = TYPE_CODES[where.type] if where.type else None
-            column = ALL_TYPES if type_code is None else type_code
-            counted = range(len(self._documents)) if visible is None else visible.tolist()
-            documents = sum(self._documents[number][column] for number in counted)
-            known = [(self._vocabulary[word], times) for word, times in words.items() if word in self._vocabulary]
-            if not documents or not known or limit <= 0:
-                return []
-            average_length = sum(self._lengths[number][column] for number in counted) / documents
-            term_ids = np.array([term_id for term_id, _ in known], np.int32)  # the segments' dtype: no casts
-            gathered = [self._gather(part, term_ids, visible, type_code) for part in self._parts]
-            frequencies = [sum(len(where) - (len(zero) if zero is not None else 0)
-                               for where, _, _, zero in (part.postings[term] for part in gathered))
-                           for term in range(len(known))]
-            weights = [times * idf(documents, df) * (self.k1 + 1) if df else 0.0
-                       for (_, times), df in zip(known, frequencies)]
-            slots, scores = self._scorer.score(gathered, weights, average_length, limit)
-            return self._top(slots, scores, limit)
+        visible = self._visible(where)
+        type_code = TYPE_CODES[where.type] if where.type else None
+        column = ALL_TYPES if type_code is None else type_code
+        counted = range(len(self._documents)) if visible is None else visible.tolist()
+        documents = sum(self._documents[number][column] for number in counted)
+        known = [(self._vocabulary[word], times) for word, times in words.items() if word in self._vocabulary]
+        if not documents or not known or limit <= 0:
+            return []
+        average_length = sum(self._lengths[number][column] for number in counted) / documents
+        term_ids = np.array([term_id for term_id, _ in known], np.int32)  # the segments' dtype: no casts
+        gathered = [self._gather(part, term_ids, visible, type_code) for part in self._parts]
+        frequencies = [sum(len(where) - (len(zero) if zero is not None else 0)
+                           for where, _, _, zero in (part.postings[term] for part in gathered))
+                       for term in range(len(known))]
+        weights = [times * idf(documents, df) * (self.k1 + 1) if df else 0.0
+                   for (_, times), df in zip(known, frequencies)]
+        slots, scores = self._scorer.score(gathered, weights, average_length, limit)
+        return self._top(slots, scores, limit)
+
+    def _count(self, where: MemoryFilter) -> int:
+        """(Lock held) How many live memories ``where`` admits."""
+        if where.type and where.type not in TYPE_CODES:
+            return 0
+        visible = self._visible(where)
+        column = TYPE_CODES[where.type] if where.type else ALL_TYPES
+        counted = range(len(self._documents)) if visible is None else visible.tolist()
+        return sum(self._documents[number][column] for number in counted)
+
+    def _newest(self, where: MemoryFilter, limit: int) -> list[int]:
+        """(Lock held) The slots of the ``limit`` newest memories ``where`` admits: updated, then the later event."""
+        if limit <= 0 or (where.type and where.type not in TYPE_CODES):
+            return []
+        used = len(self._memory_ids)
+        admitted = self._alive[:used].copy()
+        visible = self._visible(where)
+        if visible is not None:
+            seen = np.zeros(len(self._namespace_numbers), bool)
+            seen[visible] = True
+            admitted &= seen[self._namespace[:used]]
+        if where.type:
+            admitted &= self._type[:used] == TYPE_CODES[where.type]
+        slots = np.flatnonzero(admitted)
+        if len(slots) > limit:  # keep the newest, with every tie at the cut (the log decides below)
+            times = self._recency[slots]
+            slots = slots[times >= np.partition(times, len(times) - limit)[len(times) - limit]]
+        ordered = sorted(slots.tolist(), key=lambda slot: (int(self._recency[slot]), int(self._version[slot])),
+                         reverse=True)
+        return ordered[:limit]
 
     def _visible(self, where: MemoryFilter) -> np.ndarray | None:
         """The namespace numbers ``where`` may see, ascending; None for all of them."""

@@ -29,7 +29,7 @@ from memoryd.schema import search_snapshots
 from projections.filters import MemoryFilter
 from projections.projector import Fault, ProjectionStopped
 from projections.queries import memories_in_order
-from projections.search.index import Hit, SearchIndex
+from projections.search.index import Candidates, Hit, SearchIndex
 from projections.search.snapshot import SnapshotFormatError
 
 PAGE = 2_000
@@ -48,6 +48,10 @@ class SearchService:
 
     def search(self, where: MemoryFilter, query: str, limit: int) -> list[Hit]:
         return self.catch_up().search(where, query, limit)
+
+    def candidates(self, where: MemoryFilter, query: str, limit: int) -> Candidates:
+        """Ranked (or, with no words, newest) candidates and the count in scope, at one caught-up position."""
+        return self.catch_up().candidates(where, query, limit)
 
     def catch_up(self) -> SearchIndex:
         """The live index, with every event committed so far applied."""

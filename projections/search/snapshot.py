@@ -1,9 +1,10 @@
 """The snapshot format: a whole index as one ``.npz`` blob (no pickle), so other processes start fast.
 
 It holds one segment of every live memory, the vocabulary, the namespaces in
-number order and the log position it reflects. ``format`` changes whenever
-the layout does; a blob of another format is refused (``SnapshotFormatError``)
-and the index is built from the log instead.
+number order, the log position each memory was indexed from and the one the
+whole snapshot reflects. ``format`` changes whenever the layout does; a blob
+of another format is refused (``SnapshotFormatError``) and the index is built
+from the log instead.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 
 from projections.search.parts import Segment, joined, split
 
-FORMAT = 2
+FORMAT = 3
 _ARRAYS = ("namespaces", "starts", "lengths", "types", "terms", "offsets", "docs", "tfs")
 
 
@@ -31,6 +32,7 @@ class Snapshot:
     keys: list[tuple[str, str]]  # namespaces (scope, scope id) by number
     memory_ids: list[str]  # by the segment's document number
     updated: list[str]
+    versions: np.ndarray  # int64: the log position each memory was indexed from
     segment: Segment
 
 
@@ -42,6 +44,7 @@ def dump(snapshot: Snapshot) -> bytes:
         "keys": np.frombuffer(json.dumps(snapshot.keys).encode(), np.uint8),
         "memory_ids": joined(snapshot.memory_ids),
         "updated": joined(snapshot.updated),
+        "versions": snapshot.versions.astype(np.int64),
         **{name: getattr(snapshot.segment, name) for name in _ARRAYS},
     }
     buffer = io.BytesIO()
@@ -61,4 +64,4 @@ def load(blob: bytes) -> Snapshot:
     segment.alive = np.ones(documents, bool)
     keys = [(key[0], key[1]) for key in json.loads(data["keys"].tobytes().decode())]
     return Snapshot(int(data["position"][0]), split(data["words"]), keys, split(data["memory_ids"]),
-                    split(data["updated"]), segment)
+                    split(data["updated"]), data["versions"].copy(), segment)

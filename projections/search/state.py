@@ -24,6 +24,12 @@ TYPE_CODES = {memory_type: code for code, memory_type in enumerate(MEMORY_TYPES)
 ALL_TYPES = len(MEMORY_TYPES)  # the counters' last column sums every type
 
 
+def recency_key(updated: str) -> int:
+    """``updated`` ("YYYY-MM-DDTHH:MM:SS") as one integer that orders as the timestamp does."""
+    digits = "".join(character for character in updated if character.isascii() and character.isdigit())
+    return int(digits[:14] or 0)
+
+
 class IndexState:
     def __init__(self, k1: float = K1, b: float = B, tuning: Tuning | None = None,
                  merge_built: Callable[[], None] | None = None) -> None:
@@ -52,6 +58,8 @@ class IndexState:
         self._alive = np.zeros(1024, bool)
         self._part_of = np.zeros(1024, np.int32)  # slot -> the number of the part holding it
         self._document_of = np.zeros(1024, np.int32)  # slot -> its document number in that segment
+        self._version = np.zeros(1024, np.int64)  # slot -> the log position of the event it was indexed from
+        self._recency = np.zeros(1024, np.int64)  # slot -> its ``updated`` time as digits, for newest-first
         self._numbers = count()
         self._delta = Delta(next(self._numbers))
         self._parts: list[Delta | Segment] = [self._delta]
@@ -74,7 +82,7 @@ class IndexState:
         if needed <= len(self._alive):
             return
         size = max(needed, 2 * len(self._alive))
-        for name in ("_length", "_type", "_namespace", "_part_of", "_document_of"):
+        for name in ("_length", "_type", "_namespace", "_part_of", "_document_of", "_version", "_recency"):
             setattr(self, name, np.resize(getattr(self, name), size))
         alive = np.zeros(size, bool)
         alive[: len(self._alive)] = self._alive

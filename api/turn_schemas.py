@@ -1,0 +1,116 @@
+"""Schemas of the turn routes, for the OpenAPI document (``memoryd.app.turn.request`` checks the bodies)."""
+
+from __future__ import annotations
+
+from marshmallow import Schema, fields
+
+
+class MessageSchema(Schema):
+    role = fields.String(required=True, metadata={"description": "user, assistant, system, developer, tool or function"})
+    content = fields.Raw(metadata={"description": "a string, or a list of parts: {type: text, text} parts and bare "
+                                                  "strings count, other parts are ignored"})
+
+
+class TurnRequestSchema(Schema):
+    messages = fields.List(fields.Nested(MessageSchema), metadata={
+        "description": "the conversation so far; memoryd takes the last 3 user texts as the context"})
+    query = fields.String(metadata={"description": "instead of messages: the context itself"})
+    system = fields.String(metadata={"description": "the runtime's own system prompt"})
+    placement = fields.String(metadata={"enum": ["system", "tail", "none"], "description": "default system"})
+    turn_id = fields.String(metadata={"description": "a retry with the same turn_id replays the recorded answer"})
+    tool_visible = fields.Boolean(metadata={"description": "whether the model sees the memory tool (default true)"})
+    relevance_k = fields.Integer(metadata={"description": "1 to the configured memory.relevance_k"})
+    max_chars = fields.Integer(metadata={"description": "budget for the block: whole memories are dropped"})
+    min_score = fields.Float(metadata={"description": "floor on the BM25 score (default: above 0)"})
+    preview = fields.Boolean(metadata={"description": "dry run: records, touches and charges nothing"})
+    min_position = fields.Integer(metadata={"description": "as X-Min-Position"})
+
+
+class ItemSchema(Schema):
+    memory_id = fields.String()
+    name = fields.String()
+    type = fields.String()
+    scope = fields.String()
+    score = fields.Float(allow_none=True, metadata={"description": "null when chosen by recency (no context)"})
+    position = fields.Integer(metadata={"description": "log position of the version rendered"})
+
+
+class NudgeSchema(Schema):
+    type = fields.String(metadata={"enum": ["start", "correction", "completion", "resume", "denial", "tool_error"]})
+    text = fields.String()
+    deliver = fields.String(metadata={"enum": ["after_user", "after_tool_results"]})
+
+
+class ChatMessageSchema(Schema):
+    role = fields.String()
+    content = fields.String()
+
+
+class DroppedSchema(Schema):
+    floor = fields.Integer()
+    budget = fields.Integer()
+
+
+class TurnSchema(Schema):
+    turn_id = fields.String(allow_none=True)
+    turn = fields.Integer(allow_none=True, metadata={"description": "the session's turn number; null on preview"})
+    position = fields.Integer()
+    memory_enabled = fields.Boolean()
+    placement = fields.String()
+    block = fields.String()
+    hint = fields.String()
+    system_message = fields.Nested(ChatMessageSchema, allow_none=True)
+    tail_message = fields.Nested(ChatMessageSchema, allow_none=True)
+    items = fields.List(fields.Nested(ItemSchema))
+    in_scope = fields.Integer(metadata={"description": "every memory the session can see"})
+    candidates = fields.Integer()
+    nudges = fields.List(fields.Nested(NudgeSchema))
+    receipt_id = fields.String(allow_none=True)
+    degraded = fields.String(allow_none=True)
+    dropped = fields.Nested(DroppedSchema)
+    block_sha256 = fields.String()
+    system_sha256 = fields.String()
+    replayed = fields.Boolean()
+
+
+class ReceiptSchema(Schema):
+    receipt_id = fields.String()
+    session_id = fields.String()
+    turn_id = fields.String()
+    turn = fields.Integer()
+    created = fields.String()
+    position = fields.Integer()
+    placement = fields.String()
+    memory_enabled = fields.Boolean()
+    tool_visible = fields.Boolean()
+    in_scope = fields.Integer()
+    candidates = fields.Integer()
+    items = fields.List(fields.Nested(ItemSchema))
+    nudges = fields.List(fields.Nested(NudgeSchema))
+    degraded = fields.String(allow_none=True)
+    dropped = fields.Nested(DroppedSchema)
+    block = fields.String(metadata={"description": "rebuilt from the log at the recorded versions"})
+    hint = fields.String()
+    block_sha256 = fields.String()
+    block_matches = fields.Boolean(metadata={"description": "the rebuilt block has the recorded sha256"})
+    system_sha256 = fields.String()
+
+
+class ReceiptPageSchema(Schema):
+    receipts = fields.List(fields.Nested(ReceiptSchema))
+    next_after = fields.Integer(metadata={"description": "pass as after for the next page"})
+
+
+class ToolOutcomeSchema(Schema):
+    tool = fields.String()
+    error = fields.Boolean()
+    denied = fields.Boolean()
+
+
+class SignalRequestSchema(Schema):
+    event = fields.String(required=True, metadata={"enum": ["resume", "tool_results"]})
+    results = fields.List(fields.Nested(ToolOutcomeSchema), metadata={"description": "with tool_results"})
+
+
+class SignalAnswerSchema(Schema):
+    nudges = fields.List(fields.Nested(NudgeSchema))

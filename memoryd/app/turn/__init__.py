@@ -1,0 +1,15 @@
+"""The turn: per-turn relevance injection, nudges and receipts for agent runtimes.
+
+``composer`` is the one entry (HTTP, embedding, SDKs and MCP all call it);
+``request`` checks what a runtime sends; ``conversation`` extracts the
+context from its messages; ``block`` renders the ``<memories>`` block, the
+hint and the messages they go in; ``nudges`` decides which reminders a
+message or a tool-loop event earns; ``records`` keeps the turn counter,
+receipts and nudge cooldowns.
+"""
+
+from memoryd.app.turn.composer import Item, Turn, TurnComposer
+from memoryd.app.turn.nudges import Nudge
+from memoryd.app.turn.request import Signal, TurnRequest
+
+__all__ = ["Item", "Nudge", "Signal", "Turn", "TurnComposer", "TurnRequest"]

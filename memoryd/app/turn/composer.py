@@ -1,0 +1,355 @@
+"""The turn composer: what an agent runtime puts in front of the model this turn.
+
+One call per user turn, the spec's relevance injection end to end:
+
+1. resolve the session live (acting user, project access, the persona's lever);
+2. extract the context from the last three user texts (``conversation``);
+3. rank up to ``fetch_limit`` memories of the envelope against it with the
+   search index (exact BM25 statistics over what this session can see), or
+   with no context take the ``fetch_limit`` most recently updated;
+4. keep the top ``relevance_k`` scoring above the floor, render them from
+   the log at the versions the index ranked (``block``), within the budget;
+5. add the hint ("You have N memories in scope", N the true count) and the
+   nudges the newest user message earns, cooldown permitting.
+
+A recorded turn counts once: it takes the session's next turn number, charges
+the nudges' cooldowns, counts the injected memories' reads and leaves a
+receipt, all in one transaction. A retry of its ``turn_id`` replays it from
+the receipt and changes nothing. HTTP, embedding, and later the SDKs and the
+MCP server all come through here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+
+import memoryd.app.turn.block as block
+import memoryd.app.turn.nudges as nudges
+import memoryd.app.turn.records as records
+from events.store import EventStore
+from events.streams import memory_versions
+from memoryd.app.scope import WorkstreamGone, resolve
+from memoryd.app.turn.request import Signal, TurnRequest
+from memoryd.config import MemorySettings
+from memoryd.db import Database
+from memoryd.directory import Directory
+from memoryd.domain import Memory, utc_timestamp
+from memoryd.errors import Conflict, ValidationError
+from memoryd.sessions import Session
+from projections.queries import record_access
+from projections.search import Candidate, SearchService
+
+log = logging.getLogger(__name__)
+PURGE_EVERY_SECONDS = 3_600.0
+Clock = Callable[[], float]  # seconds since the epoch
+
+
+@dataclass(frozen=True)
+class Item:
+    """One injected memory, as rendered: the version is the log position of the event it was read from."""
+
+    memory_id: str
+    name: str
+    type: str
+    scope: str
+    score: float | None  # None when chosen by recency (no context)
+    position: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"memory_id": self.memory_id, "name": self.name, "type": self.type, "scope": self.scope,
+                "score": self.score, "position": self.position}
+
+
+@dataclass(frozen=True)
+class Turn:
+    """The composer's answer; ``to_dict`` is the HTTP body."""
+
+    turn_id: str | None
+    turn: int | None  # the session's turn number; None for a preview or a turn that could not be recorded
+    position: int  # the log position the memories were read at
+    memory_enabled: bool
+    placement: str
+    system: str  # the runtime's own system prompt
+    block: str
+    hint: str
+    items: list[Item]
+    in_scope: int
+    candidates: int
+    nudges: list[nudges.Nudge]
+    receipt_id: str | None = None
+    degraded: str | None = None
+    dropped: dict[str, int] = field(default_factory=lambda: {"floor": 0, "budget": 0})
+    replayed: bool = False
+
+    @property
+    def system_message(self) -> dict[str, str] | None:
+        if self.placement != "system":
+            return None
+        return {"role": "system", "content": block.system_content(self.system, self.block, self.hint)}
+
+    @property
+    def tail_message(self) -> dict[str, str] | None:
+        content = block.tail_content(self.block, self.hint) if self.placement == "tail" else ""
+        return {"role": "user", "content": content} if content else None
+
+    @property
+    def system_sha256(self) -> str:
+        """The hash of the system message the runtime sends: composed here, or its own one left untouched."""
+        message = self.system_message
+        return sha256(message["content"] if message is not None else self.system)
+
+    @property
+    def block_sha256(self) -> str:
+        return sha256(self.block)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"turn_id": self.turn_id, "turn": self.turn, "position": self.position,
+                "memory_enabled": self.memory_enabled, "placement": self.placement, "block": self.block,
+                "hint": self.hint, "system_message": self.system_message, "tail_message": self.tail_message,
+                "items": [item.to_dict() for item in self.items], "in_scope": self.in_scope,
+                "candidates": self.candidates, "nudges": [nudge.to_dict() for nudge in self.nudges],
+                "receipt_id": self.receipt_id, "degraded": self.degraded, "dropped": self.dropped,
+                "block_sha256": self.block_sha256, "system_sha256": self.system_sha256, "replayed": self.replayed}
+
+
+class TurnComposer:
+    def __init__(self, store: EventStore, database: Database, directory: Directory, search: SearchService,
+                 settings: MemorySettings, clock: Clock = time.time) -> None:
+        self.store, self.database, self.directory, self.search = store, database, directory, search
+        self.settings, self.clock = settings, clock
+        self._purged_at = float("-inf")
+        self._purging = threading.Lock()
+
+    def compose(self, session: Session, request: TurnRequest) -> Turn:
+        """This turn's block, hint and nudges; recorded unless ``request.preview``."""
+        self._check(request)
+        if request.turn_id and not request.preview:
+            with self.database.read() as conn:
+                stored = records.find(conn, session.session_id, request.turn_id)
+            if stored is not None:
+                return self._replay(stored, request)
+        with self.database.read() as conn:
+            earlier_turns = records.turns_so_far(conn, session.session_id)
+        draft, kinds = self._draft(session, request, earlier_turns)
+        if request.preview:
+            with self.database.read() as conn:
+                delivered = records.deliveries(conn, session.session_id)
+            due = [kind for kind in kinds if self._cooled(delivered.get(kind))]
+            return replace(draft, nudges=[nudges.nudge(kind) for kind in due])
+        return self._record(session, request, draft, kinds)
+
+    def signal(self, session: Session, signal: Signal) -> list[nudges.Nudge]:
+        """The nudges a tool-loop event earns (``resume``, or ``tool_results`` with a denial or an error)."""
+        try:
+            scope = resolve(session, self.directory, self.store)
+        except WorkstreamGone:
+            return []
+        if not self.settings.nudges or not scope.memory_enabled:
+            return []
+        try:
+            in_scope = self.search.candidates(scope.envelope_filter(), "", 0).in_scope
+        except Exception:  # as in a turn: no count, so only the nudges that need none
+            log.exception("could not count the memories in scope of session %s", session.session_id)
+            in_scope = 0
+        kinds = (nudges.for_resume(in_scope) if signal.event == "resume"
+                 else nudges.for_tool_results(signal.denied, signal.failed, in_scope))
+        if not kinds:
+            return []
+        now_ms = self._now_ms()
+        with self.database.write() as conn:
+            won = [kind for kind in kinds if records.charge(conn, session.session_id, kind, now_ms, self._cooldown_ms)]
+        return [nudges.nudge(kind) for kind in won]
+
+    def receipt(self, session_id: str, turn_id: str) -> dict[str, Any] | None:
+        """A recorded turn, with its block rebuilt from the log and checked against the recorded hash."""
+        with self.database.read() as conn:
+            stored = records.find(conn, session_id, turn_id)
+        return self._receipt_view(stored) if stored is not None else None
+
+    def receipts(self, session_id: str, after_turn: int, limit: int) -> list[dict[str, Any]]:
+        with self.database.read() as conn:
+            stored = records.page(conn, session_id, after_turn, limit)
+        return [self._receipt_view(receipt) for receipt in stored]
+
+    # -- composing -----------------------------------------------------------------
+
+    def _check(self, request: TurnRequest) -> None:
+        if request.relevance_k is not None and request.relevance_k > self.settings.relevance_k:
+            raise ValidationError(f"relevance_k must be between 1 and {self.settings.relevance_k} "
+                                  "(the configured memory.relevance_k)")
+        if request.min_position and request.min_position > (head := self.store.head_position()):
+            raise ValidationError(f"min_position {request.min_position} is beyond the head of the log ({head}); "
+                                  "use a position a write answered in X-Memory-Position")
+
+    def _draft(self, session: Session, request: TurnRequest, earlier_turns: int) -> tuple[Turn, list[str]]:
+        """The turn as composed now (nothing recorded), and the nudge types it may deliver."""
+        empty = Turn(request.turn_id or None, None, 0, True, request.placement, request.system, "", "", [], 0, 0, [])
+        try:
+            scope = resolve(session, self.directory, self.store)
+        except WorkstreamGone as gone:
+            return replace(empty, memory_enabled=False, degraded=str(gone)), []
+        if not scope.memory_enabled:
+            return replace(empty, memory_enabled=False), []
+        k = request.relevance_k or self.settings.relevance_k
+        try:
+            found = self.search.candidates(scope.envelope_filter(), request.context, self.settings.fetch_limit)
+            chosen, below_floor = _chosen(found.ranked, k, request.min_score)
+            versions = memory_versions(self.store, [candidate.position for candidate in chosen])
+        except Exception as error:  # retrieval must never fail the turn: the runtime still gets its messages
+            log.exception("memory retrieval failed for session %s", session.session_id)
+            return replace(empty, degraded=f"memory retrieval failed ({type(error).__name__})"), []
+        degraded = None
+        if request.min_position > found.position:
+            fault = self.search.fault
+            degraded = (f"the search index has reached position {found.position}, not {request.min_position}"
+                        + (f": {fault.describe()}" if fault is not None else ""))
+        shown = [(candidate, versions[candidate.position]) for candidate in chosen if candidate.position in versions]
+        rendered = block.render([memory for _, memory in shown], request.max_chars)
+        items = [_item(candidate, memory) for candidate, memory in shown[:rendered.kept]]
+        hint = block.hint(found.in_scope) if request.tool_visible and found.in_scope > 0 else ""
+        kinds = []
+        if self.settings.nudges:
+            kind = nudges.for_user_message(request.newest_user_text, request.conversation_length(earlier_turns),
+                                           found.in_scope)
+            kinds = [kind] if kind is not None else []
+        visible_block, visible_hint = (rendered.text, hint) if request.placement != "none" else ("", "")
+        draft = replace(empty, position=found.position, block=visible_block, hint=visible_hint, items=items,
+                        in_scope=found.in_scope, candidates=len(found.ranked), degraded=degraded,
+                        dropped={"floor": below_floor, "budget": len(shown) - rendered.kept})
+        return draft, kinds
+
+    # -- recording -----------------------------------------------------------------
+
+    def _record(self, session: Session, request: TurnRequest, draft: Turn, kinds: list[str]) -> Turn:
+        turn_id = request.turn_id or f"turn_{uuid.uuid4().hex}"
+        now, now_ms = utc_timestamp(dt.datetime.fromtimestamp(self.clock(), dt.UTC)), self._now_ms()
+        try:
+            with self.database.write() as conn:
+                number = records.next_turn(conn, session.session_id)  # holds the session: its turns queue here
+                if (stored := records.find(conn, session.session_id, turn_id)) is not None:
+                    raise _AlreadyRecorded(stored)
+                won = [kind for kind in kinds if records.charge(conn, session.session_id, kind, now_ms,
+                                                                self._cooldown_ms)]
+                turn = replace(draft, turn_id=turn_id, turn=number, receipt_id=str(uuid.uuid4()),
+                               nudges=[nudges.nudge(kind) for kind in won])
+                records.record(conn, _receipt(session, request, turn, now))
+                if turn.items:
+                    record_access(conn, sorted(item.memory_id for item in turn.items), now)
+        except _AlreadyRecorded as already:
+            return self._replay(already.receipt, request)
+        except IntegrityError:  # the same turn_id recorded by a racing request that got in first
+            with self.database.read() as conn:
+                stored = records.find(conn, session.session_id, turn_id)
+            if stored is None:
+                raise
+            return self._replay(stored, request)
+        except SQLAlchemyError:
+            log.exception("could not record turn %s of session %s", turn_id, session.session_id)
+            return replace(draft, turn_id=turn_id, nudges=[],
+                           degraded="; ".join(filter(None, [draft.degraded, "the turn could not be recorded"])))
+        self._purge_now_and_then()
+        return turn
+
+    def _replay(self, stored: records.Receipt, request: TurnRequest) -> Turn:
+        if stored.request_sha256 != request.fingerprint():
+            raise Conflict(f"turn_id {stored.turn_id!r} was already used for another request")
+        details = stored.details
+        rebuilt, items = self._rebuilt(details)
+        return Turn(stored.turn_id, stored.turn, stored.position, details["memory_enabled"], details["placement"],
+                    request.system, rebuilt, details["hint"], items, details["in_scope"], details["candidates"],
+                    [nudges.nudge(kind) for kind in details["nudges"]], stored.receipt_id, details["degraded"],
+                    details["dropped"], replayed=True)
+
+    def _rebuilt(self, details: dict[str, Any]) -> tuple[str, list[Item]]:
+        """The block a receipt's items render to, read from the log at the recorded versions."""
+        positions = [item["position"] for item in details["items"]]
+        versions = memory_versions(self.store, positions)
+        shown = [(item, versions[item["position"]]) for item in details["items"] if item["position"] in versions]
+        items = [Item(memory.memory_id, memory.name, memory.type, memory.scope, item["score"], item["position"])
+                 for item, memory in shown]
+        text = block.render([memory for _, memory in shown]).text if details["placement"] != "none" else ""
+        return text, items
+
+    def _receipt_view(self, stored: records.Receipt) -> dict[str, Any]:
+        rebuilt, items = self._rebuilt(stored.details)
+        details = stored.details
+        return {"receipt_id": stored.receipt_id, "session_id": stored.session_id, "turn_id": stored.turn_id,
+                "turn": stored.turn, "created": stored.created, "position": stored.position,
+                "placement": details["placement"], "memory_enabled": details["memory_enabled"],
+                "tool_visible": details["tool_visible"], "in_scope": details["in_scope"],
+                "candidates": details["candidates"], "items": [item.to_dict() for item in items],
+                "nudges": [nudges.nudge(kind).to_dict() for kind in details["nudges"]],
+                "degraded": details["degraded"], "dropped": details["dropped"], "block": rebuilt,
+                "hint": details["hint"], "block_sha256": stored.block_sha256,
+                "block_matches": sha256(rebuilt) == stored.block_sha256, "system_sha256": stored.system_sha256}
+
+    def _purge_now_and_then(self) -> None:
+        """Forget receipts past the retention, at most once an hour per process."""
+        days = self.settings.receipt_retention_days
+        if not days or self.clock() - self._purged_at < PURGE_EVERY_SECONDS or not self._purging.acquire(False):
+            return
+        try:
+            self._purged_at = self.clock()
+            cutoff = utc_timestamp(dt.datetime.fromtimestamp(self.clock(), dt.UTC) - dt.timedelta(days=days))
+            with self.database.write() as conn:
+                records.purge(conn, cutoff)
+        except SQLAlchemyError:
+            log.exception("could not purge expired turn receipts")
+        finally:
+            self._purging.release()
+
+    @property
+    def _cooldown_ms(self) -> int:
+        return self.settings.nudge_cooldown * 1000
+
+    def _now_ms(self) -> int:
+        return int(self.clock() * 1000)
+
+    def _cooled(self, delivered_ms: int | None) -> bool:
+        return delivered_ms is None or delivered_ms <= self._now_ms() - self._cooldown_ms
+
+
+class _AlreadyRecorded(Exception):
+    def __init__(self, receipt: records.Receipt) -> None:
+        super().__init__(receipt.turn_id)
+        self.receipt = receipt
+
+
+def _chosen(ranked: Sequence[Candidate], k: int, floor: float) -> tuple[list[Candidate], int]:
+    """The top ``k``: by score above the floor, or (no context) by recency; and how many the floor removed."""
+    top = list(ranked[:k])
+    if top and top[0].score is None:
+        return top, 0
+    kept = [candidate for candidate in top if candidate.score is not None and candidate.score > 0
+            and candidate.score >= floor]
+    return kept, len(top) - len(kept)
+
+
+def _item(candidate: Candidate, memory: Memory) -> Item:
+    return Item(memory.memory_id, memory.name, memory.type, memory.scope, candidate.score, candidate.position)
+
+
+def _receipt(session: Session, request: TurnRequest, turn: Turn, now: str) -> records.Receipt:
+    details = {"placement": turn.placement, "memory_enabled": turn.memory_enabled,
+               "tool_visible": request.tool_visible, "in_scope": turn.in_scope, "candidates": turn.candidates,
+               "items": [{"memory_id": item.memory_id, "position": item.position, "score": item.score}
+                         for item in turn.items],
+               "nudges": [nudge.type for nudge in turn.nudges], "hint": turn.hint, "degraded": turn.degraded,
+               "dropped": turn.dropped}
+    return records.Receipt(turn.receipt_id or "", session.session_id, turn.turn_id or "", turn.turn or 0, now,
+                           turn.position, request.fingerprint(), turn.block_sha256,
+                           turn.system_sha256, details)
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

@@ -1,0 +1,96 @@
+"""What turns leave behind: the session's turn counter, receipts, and nudge cooldowns.
+
+These are records of reads, kept beside the log (like the access counters):
+nothing derives them from the log and a projection rebuild leaves them alone.
+Every function takes the caller's connection, so one turn records all of it
+in one transaction or none of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy.dialects.postgresql import insert as postgres_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from memoryd.schema import nudge_deliveries, sessions, turn_receipts
+
+
+@dataclass(frozen=True)
+class Receipt:
+    receipt_id: str
+    session_id: str
+    turn_id: str
+    turn: int
+    created: str
+    position: int
+    request_sha256: str
+    block_sha256: str
+    system_sha256: str
+    details: dict[str, Any]  # placement, memory_enabled, tool_visible, in_scope, candidates, items, nudges, ...
+
+
+def turns_so_far(conn: Connection, session_id: str) -> int:
+    return int(conn.execute(select(sessions.c.turns).where(sessions.c.session_id == session_id)).scalar() or 0)
+
+
+def next_turn(conn: Connection, session_id: str) -> int:
+    """Count one more turn and answer its number; holds the session's row, so a session's turns queue here."""
+    statement = (update(sessions).where(sessions.c.session_id == session_id)
+                 .values(turns=sessions.c.turns + 1).returning(sessions.c.turns))
+    return int(conn.execute(statement).scalar_one())
+
+
+def record(conn: Connection, receipt: Receipt) -> None:
+    conn.execute(insert(turn_receipts).values(**receipt.__dict__))
+
+
+def find(conn: Connection, session_id: str, turn_id: str) -> Receipt | None:
+    row = conn.execute(select(turn_receipts).where(turn_receipts.c.session_id == session_id,
+                                                   turn_receipts.c.turn_id == turn_id)).first()
+    return Receipt(**row._mapping) if row else None
+
+
+def page(conn: Connection, session_id: str, after_turn: int, limit: int) -> list[Receipt]:
+    """Receipts of a session in turn order, after ``after_turn``."""
+    query = (select(turn_receipts).where(turn_receipts.c.session_id == session_id, turn_receipts.c.turn > after_turn)
+             .order_by(turn_receipts.c.turn).limit(limit))
+    return [Receipt(**row._mapping) for row in conn.execute(query)]
+
+
+def count(conn: Connection, session_id: str) -> int:
+    query = select(func.count()).select_from(turn_receipts).where(turn_receipts.c.session_id == session_id)
+    return int(conn.execute(query).scalar_one())
+
+
+def purge(conn: Connection, created_before: str) -> int:
+    """Forget receipts older than the retention; answers how many went."""
+    return int(conn.execute(delete(turn_receipts).where(turn_receipts.c.created < created_before)).rowcount)
+
+
+def charge(conn: Connection, session_id: str, nudge_type: str, now_ms: int, cooldown_ms: int) -> bool:
+    """Take the nudge type's cooldown for the session if it has run out; False if another delivery holds it.
+
+    The first delivery inserts the row; later ones move it forward only if the
+    last delivery is at least ``cooldown_ms`` old. Both are single statements on
+    the row, so two processes racing for one nudge cannot both win it.
+    """
+    dialect_insert = postgres_insert if conn.dialect.name == "postgresql" else sqlite_insert
+    first = dialect_insert(nudge_deliveries).values(session_id=session_id, nudge_type=nudge_type, delivered_ms=now_ms)
+    taken = nudge_deliveries.c.nudge_type  # RETURNING says whether a row was written (rowcount may be -1)
+    if conn.execute(first.on_conflict_do_nothing().returning(taken)).first() is not None:
+        return True
+    again = (update(nudge_deliveries)
+             .where(nudge_deliveries.c.session_id == session_id, nudge_deliveries.c.nudge_type == nudge_type,
+                    nudge_deliveries.c.delivered_ms <= now_ms - cooldown_ms)
+             .values(delivered_ms=now_ms).returning(taken))
+    return conn.execute(again).first() is not None
+
+
+def deliveries(conn: Connection, session_id: str) -> dict[str, int]:
+    """When each nudge type was last delivered to the session (milliseconds since the epoch)."""
+    rows = conn.execute(select(nudge_deliveries.c.nudge_type, nudge_deliveries.c.delivered_ms)
+                        .where(nudge_deliveries.c.session_id == session_id))
+    return {row.nudge_type: int(row.delivered_ms) for row in rows}

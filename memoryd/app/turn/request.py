@@ -1,0 +1,156 @@
+"""A turn request, checked field by field: a bad one is a ``ValidationError`` naming the field."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from memoryd.app.turn.conversation import Message, context_of, conversation_length, messages_from, newest_user_text
+from memoryd.errors import ValidationError
+from memoryd.text import checked_identifier
+
+PLACEMENTS = ("system", "tail", "none")
+MAX_TURN_ID = 255
+MAX_CHARS = 10_000_000
+FIELDS = ("messages", "query", "system", "placement", "turn_id", "tool_visible", "relevance_k", "max_chars",
+          "min_score", "preview", "min_position")
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    messages: tuple[Message, ...] = ()
+    query: str | None = None  # instead of messages: the context itself
+    system: str = ""
+    placement: str = "system"
+    turn_id: str = ""  # "" lets the composer choose one
+    tool_visible: bool = True
+    relevance_k: int | None = None  # None: the configured relevance_k
+    max_chars: int | None = None  # None: no budget
+    min_score: float = 0.0  # a memory must score above 0 and at least this
+    preview: bool = False
+    min_position: int = 0
+
+    @classmethod
+    def parse(cls, body: Mapping[str, Any]) -> TurnRequest:
+        """From a JSON object (the HTTP body, or what an embedding caller builds)."""
+        unknown = sorted(set(body) - set(FIELDS))
+        if unknown:
+            raise ValidationError(f"unknown field: {unknown[0]} (a turn takes {', '.join(FIELDS)})")
+        if body.get("messages") is not None and body.get("query") is not None:
+            raise ValidationError("send messages or query, not both")
+        query = body.get("query")
+        if query is not None and not isinstance(query, str):
+            raise ValidationError("query must be a string")
+        placement = _string(body, "placement", "system")
+        if placement not in PLACEMENTS:
+            raise ValidationError(f"placement must be one of {', '.join(PLACEMENTS)}")
+        turn_id = _string(body, "turn_id", "")
+        if len(turn_id) > MAX_TURN_ID or (body.get("turn_id") is not None and not turn_id.strip()):
+            raise ValidationError(f"turn_id must be 1 to {MAX_TURN_ID} characters, not blank")
+        checked_identifier(turn_id, "turn_id")
+        messages = body.get("messages")
+        return cls(
+            messages=tuple(messages_from(messages)) if messages is not None else (),
+            query=query, system=_string(body, "system", ""), placement=placement, turn_id=turn_id,
+            tool_visible=_flag(body, "tool_visible", True), relevance_k=_whole(body, "relevance_k", 1),
+            max_chars=_whole(body, "max_chars", 1, MAX_CHARS), min_score=_score(body),
+            preview=_flag(body, "preview", False), min_position=_whole(body, "min_position", 0) or 0)
+
+    @property
+    def context(self) -> str:
+        return self.query.strip() if self.query is not None else context_of(self.messages)
+
+    @property
+    def newest_user_text(self) -> str:
+        return self.query.strip() if self.query is not None else newest_user_text(self.messages)
+
+    def conversation_length(self, earlier_turns: int) -> int:
+        """Messages so far; with ``query`` only, the session's first turn counts as its first message."""
+        if self.query is not None:
+            return 1 if earlier_turns == 0 else 2
+        return conversation_length(self.messages)
+
+    def fingerprint(self) -> str:
+        """What a retry of the same ``turn_id`` must repeat (not the dry-run or consistency switches)."""
+        shape = {"messages": [[message.role, list(message.texts)] for message in self.messages], "query": self.query,
+                 "system": self.system, "placement": self.placement, "tool_visible": self.tool_visible,
+                 "relevance_k": self.relevance_k, "max_chars": self.max_chars, "min_score": self.min_score}
+        return hashlib.sha256(json.dumps(shape, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass"))\
+            .hexdigest()
+
+
+def _string(body: Mapping[str, Any], name: str, default: str) -> str:
+    value = body.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise ValidationError(f"{name} must be a string")
+    return value
+
+
+def _flag(body: Mapping[str, Any], name: str, default: bool, label: str = "") -> bool:
+    value = body.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ValidationError(f"{label or name} must be true or false")
+    return value
+
+
+def _whole(body: Mapping[str, Any], name: str, low: int, high: int | None = None) -> int | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise ValidationError(f"{name} must be a whole number {bound}")
+    return value
+
+
+def _score(body: Mapping[str, Any]) -> float:
+    value = body.get("min_score")
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ValidationError("min_score must be a number, 0 or more")
+    return float(value)
+
+
+SIGNALS = ("resume", "tool_results")
+
+
+@dataclass(frozen=True)
+class Signal:
+    """A tool-loop event: the session resumed earlier history, or a batch of tool results came back."""
+
+    event: str
+    denied: bool = False  # the user rejected a tool call in the batch
+    failed: bool = False  # a tool in the batch returned an error
+
+    @classmethod
+    def parse(cls, body: Mapping[str, Any]) -> Signal:
+        unknown = sorted(set(body) - {"event", "results"})
+        if unknown:
+            raise ValidationError(f"unknown field: {unknown[0]} (a signal takes event and results)")
+        event = body.get("event")
+        if event not in SIGNALS:
+            raise ValidationError(f"event must be one of {', '.join(SIGNALS)}")
+        results = body.get("results")
+        if event == "resume":
+            if results is not None:
+                raise ValidationError("results go with event tool_results only")
+            return cls(event)
+        if not isinstance(results, list):
+            raise ValidationError("results must be a list of {tool, error, denied} objects")
+        for number, result in enumerate(results):
+            if not isinstance(result, dict):
+                raise ValidationError(f"results[{number}] must be an object with tool, error and denied")
+            if not isinstance(result.get("tool", ""), str):
+                raise ValidationError(f"results[{number}].tool must be a string")
+        denied = [_flag(result, "denied", False, f"results[{number}].denied") for number, result in enumerate(results)]
+        failed = [_flag(result, "error", False, f"results[{number}].error") for number, result in enumerate(results)]
+        return cls(event, any(denied), any(failed))

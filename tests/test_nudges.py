@@ -1,0 +1,193 @@
+"""Nudges: the reference heuristics, their gates and priority, and a cooldown that holds across processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from api.app import create_app
+from memoryd.app.turn.nudges import is_completion, is_correction
+from memoryd.config import MemorySettings
+from tests.conftest import make_services
+from tests.helpers import World, free_port, http_call, wait_until_serving
+
+CORRECTIONS = [
+    "No, use tabs", "no. that is wrong", "please don't push to main", "I don't want that", "dont do that",
+    "Stop using print", "Actually, use pytest", "instead, call the API", "not like that", "Wrong file",
+    "that's not what I asked", "thats not it", "I said tabs", "I meant the other one", "never merge, always rebase",
+    "no you should ask first", "no that breaks it", "no the other branch", "no not that one", "no do it again",
+    "no but keep the tests",
+]
+NOT_CORRECTIONS = ["no problem", "no worries, go on", "I know", "what's next", "nothing else to add", "notes please",
+                   "actually", "stopwatch readings", "", "   "]
+COMPLETIONS = [
+    "that's all", "thats all for today, and a long message that goes on and on past eighty characters easily", "LGTM",
+    "lgtm, ship it", "thanks", "Thanks!", "perfect", "great job", "done", "looks good", "that works",
+]
+NOT_COMPLETIONS = [
+    "thanks for the summary", "perfect, but can you also add tests", "looks good?", "done? can you check",
+    "thanks, now the next file", "thanks " + "very " * 20 + "much", "great, what else", "well done is better than said",
+]
+
+
+@pytest.mark.parametrize("message", CORRECTIONS)
+def test_corrections_are_recognised(message):
+    assert is_correction(message)
+
+
+@pytest.mark.parametrize("message", NOT_CORRECTIONS)
+def test_ordinary_messages_are_not_corrections(message):
+    assert not is_correction(message)
+
+
+@pytest.mark.parametrize("message", COMPLETIONS)
+def test_completions_are_recognised(message):
+    assert is_completion(message)
+
+
+@pytest.mark.parametrize("message", NOT_COMPLETIONS)
+def test_acknowledgements_with_a_follow_up_are_not_completions(message):
+    assert not is_completion(message)
+
+
+@pytest.fixture
+def memory_settings() -> MemorySettings:
+    return MemorySettings()
+
+
+@pytest.fixture
+def services(sqlite_url, memory_settings):
+    built = make_services(sqlite_url, memory=memory_settings)
+    yield built
+    built.database.dispose()
+
+
+@pytest.fixture
+def agent(world: World):
+    agent = world.session(world.workstream(world.owner), world.owner)
+    agent.save("style_guide", "tabs, not spaces", scope="user")  # the owner's: a stranger sees nothing
+    return agent
+
+
+def kinds(answer) -> list[str]:
+    return [nudge["type"] for nudge in answer["nudges"]]
+
+
+def test_start_fires_on_a_sessions_first_message_only_when_memories_are_visible(world: World, agent):
+    first = agent.turn("hello")
+    assert kinds(first) == ["start"] and first["nudges"][0]["deliver"] == "after_user"
+    assert kinds(agent.turn("hello", "and now?")) == []  # not a first message
+    empty = world.session(world.workstream(world.stranger), world.stranger)
+    assert kinds(empty.turn("hello")) == []  # nothing to recall
+    asking = world.session(world.workstream(world.owner), world.owner)
+    assert kinds(asking.turn(query="hello")) == ["start"] and kinds(asking.turn(query="hello")) == []
+
+
+def test_one_nudge_per_message_start_before_correction_before_completion(agent):
+    assert kinds(agent.turn("no, that's all")) == ["start"]  # a first message
+    assert kinds(agent.turn("hi", "no, that's all")) == ["correction"]
+    assert kinds(agent.turn("hi", "thanks")) == ["completion"]
+    assert kinds(agent.turn("hi", "what about the tests")) == []
+
+
+def test_a_nudge_type_waits_out_its_cooldown_and_only_deliveries_charge_it(agent, services):
+    now = [1_000_000.0]
+    services.turns.clock = lambda: now[0]
+    assert kinds(agent.turn("hi", "no, wrong file")) == ["correction"]
+    now[0] += 299
+    assert kinds(agent.turn("hi", "no, wrong again")) == []
+    assert kinds(agent.turn("hi", "thanks")) == ["completion"]  # another type has its own cooldown
+    now[0] += 1
+    assert kinds(agent.turn("hi", "no, still wrong")) == ["correction"]
+
+
+@pytest.mark.parametrize("memory_settings", [MemorySettings(nudge_cooldown=0)])
+def test_a_zero_cooldown_does_not_space_nudges(agent):
+    assert [kinds(agent.turn("hi", "no, wrong")) for _ in range(3)] == [["correction"]] * 3
+
+
+@pytest.mark.parametrize("memory_settings", [MemorySettings(nudges=False)])
+def test_nudges_false_turns_every_nudge_off(agent):
+    assert kinds(agent.turn("hello")) == [] and kinds(agent.turn("hi", "no, wrong")) == []
+    assert agent.signal({"event": "resume"}).json == {"nudges": []}
+
+
+def test_the_persona_lever_off_turns_memory_nudges_off(world: World, agent):
+    muted = world.session(world.workstream(world.owner, memory=False), world.owner)
+    assert kinds(muted.turn("hello")) == [] and kinds(muted.turn("hi", "no, wrong")) == []
+    assert muted.signal({"event": "tool_results", "results": [{"tool": "bash", "denied": True}]}).json["nudges"] == []
+
+
+def test_signals_resume_denial_and_tool_error_with_their_gates(world: World, agent):
+    assert kinds(agent.signal({"event": "resume"}).json) == ["resume"]
+    answer = agent.signal({"event": "tool_results", "results": [{"tool": "bash", "error": True},
+                                                                 {"tool": "edit", "denied": True}]}).json
+    assert kinds(answer) == ["denial", "tool_error"]
+    assert {nudge["deliver"] for nudge in answer["nudges"]} == {"after_tool_results"}
+    empty = world.session(world.workstream(world.stranger), world.stranger)
+    assert kinds(empty.signal({"event": "resume"}).json) == []
+    errors = empty.signal({"event": "tool_results", "results": [{"tool": "bash", "error": True, "denied": True}]}).json
+    assert kinds(errors) == ["denial"]  # tool_error needs memories to point to
+
+
+@pytest.mark.parametrize(("body", "named"), [
+    ({}, "event"), ({"event": "wake"}, "event"), ({"event": "resume", "results": []}, "results"),
+    ({"event": "tool_results"}, "results"), ({"event": "tool_results", "results": [1]}, "results[0]"),
+    ({"event": "tool_results", "results": [{"error": "yes"}]}, "results[0].error"),
+    ({"event": "tool_results", "results": [{"tool": 3}]}, "results[0].tool"),
+])
+def test_a_bad_signal_is_a_400_naming_the_field(agent, body, named):
+    response = agent.signal(body)
+    assert response.status_code == 400 and named in response.json["error"], response.json
+
+
+def test_the_cooldown_survives_a_restart(world: World, agent, sqlite_url):
+    assert kinds(agent.turn("hi", "no, wrong")) == ["correction"]
+    restarted = make_services(sqlite_url)
+    try:
+        client = create_app(restarted).test_client()
+        response = client.post(f"/v1/api/sessions/{agent.session_id}/turns", headers=agent.headers,
+                               json={"messages": [{"role": "user", "content": "hi"},
+                                                  {"role": "user", "content": "no, wrong again"}]})
+        assert response.status_code == 200 and kinds(response.json) == []
+    finally:
+        restarted.database.dispose()
+
+
+@pytest.mark.postgres
+def test_two_api_processes_never_deliver_one_nudge_type_twice_inside_its_cooldown(built_postgres, postgres_url):
+    services = built_postgres()
+    user = services.directory.create_user("agent")
+    services.directory.create_token(user, ["read", "write"], [])  # so neither server makes an admin token
+    workstream = services.directory.create_workstream(user, "ws")
+    session, token = services.sessions.create("interactive", workstream, user)
+    services.tool.run(session, {"action": "save", "name": "style_guide", "content": "tabs", "description": "d"})
+    ports = [free_port(), free_port()]
+    env = {**os.environ, "MEMORYD_DATABASE_URL": postgres_url}
+    servers = [subprocess.Popen([sys.executable, "-m", "memoryd", "serve", "--port", str(port)], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for port in ports]
+    try:
+        for port in ports:
+            assert wait_until_serving(f"http://127.0.0.1:{port}/healthz"), "memoryd serve did not come up"
+        body = {"messages": [{"role": "user", "content": "hi"}, {"role": "user", "content": "no, wrong"}]}
+        answers: list[list[str]] = []
+
+        def send(port: int) -> None:
+            status, answer, _ = http_call(port, token, "POST", f"/v1/api/sessions/{session.session_id}/turns", body)
+            assert status == 200, answer
+            answers.append(kinds(answer) or [answer.get("degraded") or ""])
+
+        threads = [threading.Thread(target=send, args=(ports[number % 2],)) for number in range(16)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(answers) == 16 and sorted(answers).count(["correction"]) == 1, answers
+    finally:
+        for server in servers:
+            server.terminate()
+            server.wait(10)
