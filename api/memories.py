@@ -10,9 +10,10 @@ from api.access import public_filter, public_namespace
 from api.consistency import after_position
 from api.context import authorized, caller, json_object, services, writing
 from api.idempotency import idempotent
-from api.responses import deleted_memory, memory_list, outcome_at, written_memory
+from api.responses import deleted_memory, memory_list, outcome_at, respond, written_memory
 from api.schemas import (
-    DeleteMemoryQuery,
+    NamedMemoryQuery,
+    MemorySchema,
     ListMemoriesQuery,
     SaveMemoryRequest,
     SearchMemoriesRequest,
@@ -21,7 +22,8 @@ from api.schemas import (
 from commands.model import DeleteMemory, SaveMemory
 from memoryd.domain import REST_MAX_CONTENT, clean_name
 from projections.filters import MemoryFilter
-from projections.queries import list_memories
+from memoryd.errors import NotFound
+from projections.queries import find_memory, list_memories
 
 blueprint = Blueprint("memories", __name__, url_prefix="/v1/api/memories")
 
@@ -60,11 +62,26 @@ def search() -> tuple[Response, int]:
         return memory_list(services().search.memories(conn, _visible(body), body["query"], body["limit"]))
 
 
+@blueprint.get("/<anything:name>")
+@authorized("read")
+@after_position
+def get(name: str) -> tuple[Response, int]:
+    """One memory by name, in the scope the query names (``global`` by default), with delete's scope rules."""
+    args = load(NamedMemoryQuery(), request.args)
+    namespace = public_namespace(caller(), args["scope"], args["scope_id"], services().directory)
+    name = clean_name(name)
+    with services().database.read() as conn:
+        row = find_memory(conn, name, namespace)
+    if row is None:
+        raise NotFound(f"Memory '{name}' not found")
+    return respond(MemorySchema(), row)
+
+
 @blueprint.delete("/<anything:name>")
 @authorized("write")
 @idempotent(lambda position: deleted_memory(outcome_at(position)))
 def delete(name: str) -> tuple[Response, int]:
-    args = load(DeleteMemoryQuery(), request.args)
+    args = load(NamedMemoryQuery(), request.args)
     namespace = public_namespace(caller(), args["scope"], args["scope_id"], services().directory)
     return deleted_memory(services().bus.handle(DeleteMemory(clean_name(name), namespace), *writing("rest")))
 

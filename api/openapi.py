@@ -69,7 +69,9 @@ def build_openapi() -> dict[str, Any]:
                            waits=True),
     })
     spec.path("/v1/api/memories/{name}", operations={
-        "delete": _operation("Delete a memory by name and scope", schemas.DeletedSchema, query=schemas.DeleteMemoryQuery,
+        "get": _operation("Get a memory by name and scope (global by default)", schemas.MemorySchema,
+                          query=schemas.NamedMemoryQuery, path=("name",), waits=True),
+        "delete": _operation("Delete a memory by name and scope", schemas.DeletedSchema, query=schemas.NamedMemoryQuery,
                              path=("name",), idempotent=True),
     })
     spec.path("/v1/api/admin/memories", operations={

@@ -128,7 +128,7 @@ class SearchMemoriesRequest(RequestSchema):
     scope_id = _text("scope_id", load_default="")
 
 
-class DeleteMemoryQuery(RequestSchema):
+class NamedMemoryQuery(RequestSchema):
     scope = _text("scope", load_default="global")
     scope_id = _text("scope_id", load_default="")
 

@@ -19,7 +19,7 @@ import datetime as dt
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Row, func, insert, select, text
+from sqlalchemy import Connection, Row, bindparam, func, insert, or_, select, text
 from sqlalchemy.exc import IntegrityError
 
 from events.types import (
@@ -41,6 +41,13 @@ APPEND_LOCK_CLASS = 0x6D656D6F
 
 class ConcurrencyConflict(Exception):
     """The stream moved past the expected version; reload and decide again."""
+
+
+# Built once: the statements every search and turn runs (building a statement costs more than running it).
+_AFTER = select(events).where(events.c.position > bindparam("position")).order_by(events.c.position) \
+    .limit(bindparam("limit"))
+_AT = select(events).where(or_(events.c.position.in_(bindparam("positions", expanding=True)),
+                               events.c.stream_id.in_(bindparam("streams", expanding=True)))).order_by(events.c.position)
 
 
 class EventStore:
@@ -113,14 +120,13 @@ class EventStore:
             return {}
         wanted = {superseded_stream_id(position): position for position in positions}
         with self.database.read() as conn:
-            found = {row.position: _recorded(row) for row in conn.execute(
-                select(events).where(events.c.position.in_(list(positions))))}
-            superseding = conn.execute(select(events).where(events.c.stream_id.in_(list(wanted)))
-                                       .order_by(events.c.stream_version)).all()
-        for row in superseding:  # the newest supersede of a position wins, as in ``stand_in``
-            event = _recorded(row).to_domain()
-            if isinstance(event, EventSuperseded) and (position := wanted[row.stream_id]) in found:
-                found[position] = event.stand_in(found[position])
+            rows = conn.execute(_AT, {"positions": list(positions), "streams": list(wanted)}).all()
+        found = {row.position: _recorded(row) for row in rows if row.stream_id not in wanted}
+        for row in rows:  # in log order, so the newest supersede of a position wins, as in ``stand_in``
+            if row.stream_id in wanted and (position := wanted[row.stream_id]) in found:
+                event = _recorded(row).to_domain()
+                if isinstance(event, EventSuperseded):
+                    found[position] = event.stand_in(found[position])
         return found
 
     def stand_in(self, conn: Connection, recorded: RecordedEvent) -> RecordedEvent | None:
@@ -141,8 +147,7 @@ class EventStore:
         return {event.position: event for event in found if isinstance(event, EventSuperseded)}
 
     def read_after(self, conn: Connection, position: int, limit: int) -> list[RecordedEvent]:
-        query = select(events).where(events.c.position > position).order_by(events.c.position).limit(limit)
-        return [_recorded(row) for row in conn.execute(query)]
+        return [_recorded(row) for row in conn.execute(_AFTER, {"position": position, "limit": limit})]
 
     def iter_all(self, batch_size: int = 1_000) -> Iterator[RecordedEvent]:
         """Every event in position order, read in pages (for replays and exports)."""

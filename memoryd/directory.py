@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, bindparam, insert, select, update
 
 from memoryd.db import Database
 from memoryd.domain import utc_timestamp
@@ -54,6 +54,9 @@ class Workstream:
 
 
 Within = Callable[[Connection, "Workstream"], None]
+
+
+_WORKSTREAM = select(workstreams).where(workstreams.c.workstream_id == bindparam("workstream_id"))  # every turn: built once
 
 
 class Directory:
@@ -147,7 +150,7 @@ class Directory:
 
     def workstream(self, workstream_id: str) -> Workstream | None:
         with self.database.read() as conn:
-            row = conn.execute(select(workstreams).where(workstreams.c.workstream_id == workstream_id)).first()
+            row = conn.execute(_WORKSTREAM, {"workstream_id": workstream_id}).first()
         if row is None:
             return None
         return Workstream(row.workstream_id, row.name, row.owner_user_id, row.project_id, bool(row.persona_memory))

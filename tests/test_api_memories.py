@@ -430,3 +430,17 @@ def test_a_service_token_writes_into_any_workstream(world: Cast) -> None:
     assert (saved.status_code, saved.json["scope_id"]) == (201, world.bob_workstream)
     assert world.service.delete(f"{MEMORIES}/bob_ws", query_string=scope).status_code == 200
     assert names(world.bob.get(MEMORIES, query_string=scope)) == ["from_service"]
+
+
+def test_a_memory_is_read_by_name_with_the_scope_rules_of_delete(make_caller, services):
+    alice, bob = make_caller(), make_caller()
+    assert alice.save("Deploy Steps", "we deploy with buildkite").status_code == 201
+    assert alice.save("notes", "mine alone", scope="user").status_code == 201
+    got = alice.get("/v1/api/memories/deploy-steps")
+    assert got.status_code == 200 and got.json["name"] == "deploy_steps" and got.json["content"] == "we deploy with buildkite"
+    assert alice.get("/v1/api/memories/notes?scope=user").json["content"] == "mine alone"
+    assert alice.get("/v1/api/memories/notes").status_code == 404  # global by default, as delete
+    assert bob.get("/v1/api/memories/notes?scope=user").status_code == 404  # bob's own user scope
+    assert bob.get(f"/v1/api/memories/notes?scope=user&scope_id={alice.user_id}").status_code == 403
+    assert alice.get("/v1/api/memories/x?scope=project").status_code == 400
+    assert alice.get("/v1/api/memories/a%2Fb%20c").json == {"error": "Memory 'a/b_c' not found"}

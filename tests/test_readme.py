@@ -22,4 +22,7 @@ def test_the_embedding_example_in_the_readme_runs(sqlite_url, monkeypatch, capsy
                                    Namespace("global", "")), EventMetadata())
     monkeypatch.setenv("MEMORYD_DATABASE_URL", sqlite_url)
     exec(example, {"workstream_id": workstream_id, "user_id": user_id})  # noqa: S102 - our own README
-    assert "deploy_steps" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "[general:global] deploy_steps - how we deploy" in printed  # the tool's search
+    assert '<memories>\n  <memory name="deploy_steps" type="general" scope="global"' in printed  # the turn's block
+    assert "You are a coding agent.\n\n<memories>" in printed and "You have 1 memory in scope." in printed

@@ -313,3 +313,21 @@ def test_with_tail_placement_the_system_prefix_is_identical_on_all_50_turns_of_a
     assert len(blocks) > 10  # the memories did change underneath; the prefix did not
     placed = agent.turn("deploy question", system=system)  # the default placement would have moved it
     assert placed["system_sha256"] not in prefixes
+
+
+@pytest.mark.parametrize("memory_settings", [MemorySettings(fetch_limit=2)])
+def test_fetch_limit_caps_the_candidates_a_turn_considers(agent):
+    for number in range(4):
+        agent.save(f"deploy_note_{number}", f"deploy note {number}")
+    turn = agent.turn("deploy")
+    assert len(turn["items"]) == 2 and turn["candidates"] == 2 and turn["in_scope"] == 4
+
+
+def test_a_turn_waits_for_the_position_a_write_answered(agent):
+    agent.save("deploy_process", "deploy with buildkite")
+    head = agent.turn("deploy")["position"]  # the log's head: the save
+    turn = agent.turn("deploy", min_position=head)
+    assert turn["position"] >= head and turn["degraded"] is None and injected(turn) == ["deploy_process"]
+    by_header = agent.post_turn({"query": "deploy"}, **{"X-Min-Position": str(head)})
+    assert by_header.status_code == 200 and by_header.json["position"] >= head
+    assert agent.post_turn({"query": "deploy"}, **{"X-Min-Position": str(head + 1000)}).status_code == 400

@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Connection, delete, func, insert, select
 
 from events.store import EventStore
-from events.types import RecordedEvent
-from memoryd.domain import utc_timestamp
+from events.streams import memory_versions
+from events.types import EventSuperseded, RecordedEvent
+from memoryd.domain import Memory, utc_timestamp
 from memoryd.schema import search_snapshots
 from projections.filters import MemoryFilter
 from projections.projector import Fault, ProjectionStopped
@@ -34,6 +36,7 @@ from projections.search.snapshot import SnapshotFormatError
 
 PAGE = 2_000
 NAME = "search"
+VERSIONS_KEPT = 10_000  # memory versions kept for rendering (a version never changes unless superseded)
 log = logging.getLogger(__name__)
 Progress = Callable[[int], None]  # called with the number of events just applied
 
@@ -45,6 +48,8 @@ class SearchService:
         self._index: SearchIndex | None = None
         self._following = threading.Lock()  # one catch-up at a time; others wait for it
         self.fault: Fault | None = None  # where the live index stopped, if it did
+        self._versions: OrderedDict[int, Memory] = OrderedDict()  # by log position, least recently used first
+        self._versions_lock = threading.Lock()
 
     def search(self, where: MemoryFilter, query: str, limit: int) -> list[Hit]:
         return self.catch_up().search(where, query, limit)
@@ -52,6 +57,26 @@ class SearchService:
     def candidates(self, where: MemoryFilter, query: str, limit: int) -> Candidates:
         """Ranked (or, with no words, newest) candidates and the count in scope, at one caught-up position."""
         return self.catch_up().candidates(where, query, limit)
+
+    def versions(self, positions: list[int]) -> dict[int, Memory]:
+        """The memory each position's event left, as ``events.streams.memory_versions``; recently used ones kept.
+
+        A version is immutable: only a supersede changes what a position means, and
+        following the log drops that position from what is kept.
+        """
+        with self._versions_lock:
+            found = {position: self._versions[position] for position in positions if position in self._versions}
+            for position in found:
+                self._versions.move_to_end(position)
+        missing = [position for position in positions if position not in found]
+        if missing:
+            read = memory_versions(self.store, missing)
+            found |= read
+            with self._versions_lock:
+                self._versions.update(read)
+                while len(self._versions) > VERSIONS_KEPT:
+                    self._versions.popitem(last=False)
+        return found
 
     def catch_up(self) -> SearchIndex:
         """The live index, with every event committed so far applied."""
@@ -132,6 +157,9 @@ class SearchService:
     def _apply(self, index: SearchIndex, batch: list[RecordedEvent]) -> Fault | None:
         """Apply the batch; an event that fails is replaced by its stand-in, or stops the index before it."""
         for recorded in batch:
+            if recorded.event_type == EventSuperseded.event_type:
+                with self._versions_lock:
+                    self._versions.pop(int(recorded.payload["position"]), None)
             try:
                 index.apply(recorded)
             except Exception as error:

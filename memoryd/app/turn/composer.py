@@ -4,11 +4,13 @@ One call per user turn, the spec's relevance injection end to end:
 
 1. resolve the session live (acting user, project access, the persona's lever);
 2. extract the context from the last three user texts (``conversation``);
-3. rank up to ``fetch_limit`` memories of the envelope against it with the
-   search index (exact BM25 statistics over what this session can see), or
-   with no context take the ``fetch_limit`` most recently updated;
-4. keep the top ``relevance_k`` scoring above the floor, render them from
-   the log at the versions the index ranked (``block``), within the budget;
+3. rank the envelope against it with the search index (exact BM25
+   statistics over what this session can see), or with no context take the
+   most recently updated; the index ranks every memory exactly, so the top
+   ``relevance_k`` of ``fetch_limit`` candidates are simply its top
+   ``min(relevance_k, fetch_limit)``, which is what it is asked for;
+4. keep those scoring above the floor, render them from the log at the
+   versions the index ranked (``block``), within the budget;
 5. add the hint ("You have N memories in scope", N the true count) and the
    nudges the newest user message earns, cooldown permitting.
 
@@ -39,6 +41,7 @@ import memoryd.app.turn.records as records
 from events.store import EventStore
 from events.streams import memory_versions
 from memoryd.app.scope import WorkstreamGone, resolve
+from memoryd.app.turn.conversation import conversation_length
 from memoryd.app.turn.request import Signal, TurnRequest
 from memoryd.config import MemorySettings
 from memoryd.db import Database
@@ -138,10 +141,10 @@ class TurnComposer:
                 stored = records.find(conn, session.session_id, request.turn_id)
             if stored is not None:
                 return self._replay(stored, request)
-        with self.database.read() as conn:
-            earlier_turns = records.turns_so_far(conn, session.session_id)
-        draft, kinds = self._draft(session, request, earlier_turns)
+        draft, kinds = self._draft(session, request)
         if request.preview:
+            if not kinds:
+                return draft
             with self.database.read() as conn:
                 delivered = records.deliveries(conn, session.session_id)
             due = [kind for kind in kinds if self._cooled(delivered.get(kind))]
@@ -191,7 +194,7 @@ class TurnComposer:
             raise ValidationError(f"min_position {request.min_position} is beyond the head of the log ({head}); "
                                   "use a position a write answered in X-Memory-Position")
 
-    def _draft(self, session: Session, request: TurnRequest, earlier_turns: int) -> tuple[Turn, list[str]]:
+    def _draft(self, session: Session, request: TurnRequest) -> tuple[Turn, list[str]]:
         """The turn as composed now (nothing recorded), and the nudge types it may deliver."""
         empty = Turn(request.turn_id or None, None, 0, True, request.placement, request.system, "", "", [], 0, 0, [])
         try:
@@ -201,10 +204,10 @@ class TurnComposer:
         if not scope.memory_enabled:
             return replace(empty, memory_enabled=False), []
         k = request.relevance_k or self.settings.relevance_k
-        try:
-            found = self.search.candidates(scope.envelope_filter(), request.context, self.settings.fetch_limit)
+        try:  # the index ranks the whole envelope exactly: the top k of fetch_limit candidates are its top k
+            found = self.search.candidates(scope.envelope_filter(), request.context, min(k, self.settings.fetch_limit))
             chosen, below_floor = _chosen(found.ranked, k, request.min_score)
-            versions = memory_versions(self.store, [candidate.position for candidate in chosen])
+            versions = self.search.versions([candidate.position for candidate in chosen])
         except Exception as error:  # retrieval must never fail the turn: the runtime still gets its messages
             log.exception("memory retrieval failed for session %s", session.session_id)
             return replace(empty, degraded=f"memory retrieval failed ({type(error).__name__})"), []
@@ -219,7 +222,7 @@ class TurnComposer:
         hint = block.hint(found.in_scope) if request.tool_visible and found.in_scope > 0 else ""
         kinds = []
         if self.settings.nudges:
-            kind = nudges.for_user_message(request.newest_user_text, request.conversation_length(earlier_turns),
+            kind = nudges.for_user_message(request.newest_user_text, self._conversation_length(session, request),
                                            found.in_scope)
             kinds = [kind] if kind is not None else []
         visible_block, visible_hint = (rendered.text, hint) if request.placement != "none" else ("", "")
@@ -227,6 +230,13 @@ class TurnComposer:
                         in_scope=found.in_scope, candidates=len(found.ranked), degraded=degraded,
                         dropped={"floor": below_floor, "budget": len(shown) - rendered.kept})
         return draft, kinds
+
+    def _conversation_length(self, session: Session, request: TurnRequest) -> int:
+        """Messages so far; with ``query`` only, the session's first turn counts as its first message."""
+        if request.query is None:
+            return conversation_length(request.messages)
+        with self.database.read() as conn:
+            return 1 if records.turns_so_far(conn, session.session_id) == 0 else 2
 
     # -- recording -----------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -32,8 +32,11 @@ class Receipt:
     details: dict[str, Any]  # placement, memory_enabled, tool_visible, in_scope, candidates, items, nudges, ...
 
 
+_TURNS = select(sessions.c.turns).where(sessions.c.session_id == bindparam("session_id"))  # built once
+
+
 def turns_so_far(conn: Connection, session_id: str) -> int:
-    return int(conn.execute(select(sessions.c.turns).where(sessions.c.session_id == session_id)).scalar() or 0)
+    return int(conn.execute(_TURNS, {"session_id": session_id}).scalar() or 0)
 
 
 def next_turn(conn: Connection, session_id: str) -> int:

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memoryd.app.turn.conversation import Message, context_of, conversation_length, messages_from, newest_user_text
+from memoryd.app.turn.conversation import Message, context_of, messages_from, newest_user_text
 from memoryd.errors import ValidationError
 from memoryd.text import checked_identifier
 
@@ -67,12 +67,6 @@ class TurnRequest:
     @property
     def newest_user_text(self) -> str:
         return self.query.strip() if self.query is not None else newest_user_text(self.messages)
-
-    def conversation_length(self, earlier_turns: int) -> int:
-        """Messages so far; with ``query`` only, the session's first turn counts as its first message."""
-        if self.query is not None:
-            return 1 if earlier_turns == 0 else 2
-        return conversation_length(self.messages)
 
     def fingerprint(self) -> str:
         """What a retry of the same ``turn_id`` must repeat (not the dry-run or consistency switches)."""
