@@ -12,17 +12,17 @@ from api.context import authorized, caller, json_object, services, writing
 from api.idempotency import idempotent
 from api.responses import deleted_memory, memory_list, outcome_at, respond, written_memory
 from api.schemas import (
-    NamedMemoryQuery,
-    MemorySchema,
     ListMemoriesQuery,
+    MemorySchema,
+    NamedMemoryQuery,
     SaveMemoryRequest,
     SearchMemoriesRequest,
     load,
 )
 from commands.model import DeleteMemory, SaveMemory
 from memoryd.domain import REST_MAX_CONTENT, clean_name
-from projections.filters import MemoryFilter
 from memoryd.errors import NotFound
+from projections.filters import MemoryFilter
 from projections.queries import find_memory, list_memories
 
 blueprint = Blueprint("memories", __name__, url_prefix="/v1/api/memories")

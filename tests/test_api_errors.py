@@ -100,12 +100,13 @@ def test_an_unknown_route_is_a_json_404(alice, path):
 
 
 @pytest.mark.parametrize(("method", "path"), [
-    ("PUT", MEMORIES), ("GET", SEARCH), ("PATCH", f"{ADMIN}/some-id"), ("DELETE", AUDIT)])
+    ("PUT", MEMORIES), ("PUT", SEARCH), ("PATCH", f"{ADMIN}/some-id"), ("DELETE", AUDIT)])
 def test_a_wrong_method_is_a_json_405(alice, method, path):
     assert_error(alice.request(method, path), 405)
 
 
-@pytest.mark.parametrize(("method", "path", "allowed"), [("PUT", MEMORIES, {"GET", "POST"}), ("GET", SEARCH, {"POST"})])
+@pytest.mark.parametrize(("method", "path", "allowed"), [("PUT", MEMORIES, {"GET", "POST"}),
+                                                         ("PATCH", f"{MEMORIES}/some_name", {"GET", "DELETE"})])
 def test_a_405_lists_the_methods_the_route_allows(alice, method, path, allowed):
     response = alice.request(method, path)
     assert response.status_code == 405
@@ -232,7 +233,8 @@ def test_a_request_id_is_generated_when_the_client_sends_none(alice):
 
 OPERATIONS = {
     ("/v1/api/memories", "get"), ("/v1/api/memories", "post"), ("/v1/api/memories/search", "post"),
-    ("/v1/api/memories/{name}", "get"), ("/v1/api/memories/{name}", "delete"), ("/v1/api/admin/memories", "get"), ("/v1/api/admin/memories/search", "get"),
+    ("/v1/api/memories/{name}", "get"), ("/v1/api/memories/{name}", "delete"),
+    ("/v1/api/admin/memories", "get"), ("/v1/api/admin/memories/search", "get"),
     ("/v1/api/admin/memories/{memory_id}", "get"), ("/v1/api/admin/memories/{memory_id}", "delete"),
     ("/v1/api/admin/audit", "get"),
     ("/v1/api/admin/projects", "post"), ("/v1/api/admin/projects/{project_id}", "get"),

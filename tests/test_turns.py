@@ -189,7 +189,7 @@ def test_the_hint_counts_every_memory_in_scope_not_the_candidates(world: World, 
     world.session(world.workstream(world.stranger), world.stranger).save("theirs", "note", scope="user")
     turn = agent.turn("nothing matches this")
     assert turn["in_scope"] == 60 and turn["hint"].startswith("You have 60 memories in scope.")
-    assert agent.turn("note")["candidates"] == services.config.memory.fetch_limit
+    assert agent.turn("note")["candidates"] == services.config.memory.relevance_k  # the index ranks all 60 exactly
 
 
 def test_no_hint_when_the_runtime_hides_the_memory_tool_or_nothing_is_in_scope(agent):
