@@ -1,0 +1,52 @@
+"""memoryd's Python SDK: the reference SDK's memory methods, plus sessions, the memory tool and the turn.
+
+    from memoryd_sdk import MemorydServer
+
+    with MemorydServer("http://127.0.0.1:8080", token="...") as server:
+        server.save_memory("deploy_steps", "we deploy with buildkite", description="how we deploy")
+        for memory in server.search_memories("deploy").memories:
+            print(memory.name, memory["description"])
+"""
+
+from memoryd_sdk._async import AsyncMemorydConsole, AsyncMemorydServer, AsyncSession
+from memoryd_sdk._sync import MemorydConsole, MemorydServer, Session
+from memoryd_sdk.errors import (
+    APIConnectionError,
+    APITimeoutError,
+    AuthenticationError,
+    BadRequestError,
+    ConflictError,
+    MemorydAPIError,
+    MemorydError,
+    NotCaughtUpError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitError,
+    RequestTooLargeError,
+    ServerError,
+)
+from memoryd_sdk.models import (
+    AdminMemoryInfo,
+    AuditRecord,
+    ListMemoriesResponse,
+    MemoryInfo,
+    Nudge,
+    ProjectInfo,
+    Receipt,
+    ReceiptPage,
+    SessionInfo,
+    StatusResponse,
+    ToolResult,
+    TurnContext,
+    TurnItem,
+    WorkstreamInfo,
+)
+
+__all__ = [
+    "APIConnectionError", "APITimeoutError", "AdminMemoryInfo", "AsyncMemorydConsole", "AsyncMemorydServer",
+    "AsyncSession", "AuditRecord", "AuthenticationError", "BadRequestError", "ConflictError", "ListMemoriesResponse",
+    "MemoryInfo", "MemorydAPIError", "MemorydConsole", "MemorydError", "MemorydServer", "NotCaughtUpError",
+    "NotFoundError", "Nudge", "PermissionDeniedError", "ProjectInfo", "RateLimitError", "Receipt", "ReceiptPage",
+    "RequestTooLargeError", "ServerError", "Session", "SessionInfo", "StatusResponse", "ToolResult", "TurnContext",
+    "TurnItem", "WorkstreamInfo",
+]

@@ -1,0 +1,176 @@
+"""The asynchronous clients, generated from ``_sync`` by ``tools/make_async.py``: do not edit by hand.
+
+The same signatures, each over its own ``httpx.AsyncClient``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+
+from memoryd_sdk import _calls as calls
+from memoryd_sdk import models
+from memoryd_sdk._sync import UNSET
+from memoryd_sdk._transport import AsyncTransport, TokenFactory, client_options
+from memoryd_sdk.errors import APIConnectionError, ServerError
+
+
+class _Client:
+    def __init__(self, base_url: str = "http://localhost:8080", token: str = "", timeout: float = 30.0,
+                 httpx_client: httpx.AsyncClient | None = None, ca_cert: str | None = None, client_cert: str | None = None,
+                 client_key: str | None = None, token_factory: TokenFactory | None = None, *,
+                 max_retries: int = 2, read_your_writes: bool = True) -> None:
+        client = httpx_client or httpx.AsyncClient(**client_options(timeout, ca_cert, client_cert, client_key))
+        self._transport = AsyncTransport(client, httpx_client is None, base_url=base_url, token=token,
+                                        token_factory=token_factory, max_retries=max_retries,
+                                        read_your_writes=read_your_writes)
+
+    async def open_session(self, kind: str, workstream_id: str, *, user_id: str = "",
+                     parent_session_id: str = "") -> AsyncSession:
+        """Open an agent session (a service token or an admin); the handle acts with the session's own token."""
+        info = await self._transport.send(calls.open_session(kind, workstream_id, user_id, parent_session_id))
+        return AsyncSession(self._transport, info.session_id, info.token, info)
+
+    def session(self, session_id: str, token: str) -> AsyncSession:
+        """A handle on a session opened earlier."""
+        return AsyncSession(self._transport, session_id, token)
+
+    async def aclose(self) -> None:
+        await self._transport.close()
+
+    async def __aenter__(self) -> Any:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+class AsyncMemorydServer(_Client):
+    """The public memory API, with the reference SDK's method names and parameters."""
+
+    async def list_memories(self, *, mem_type: str = "", scope: str = "", scope_id: str = "",
+                      limit: int = 100) -> models.ListMemoriesResponse:
+        return await self._transport.send(calls.list_memories(mem_type, scope, scope_id, limit))
+
+    async def save_memory(self, name: str, content: str, *, description: str, mem_type: str | None = "general",
+                    scope: str = "global", scope_id: str = "") -> models.MemoryInfo:
+        """Save or update; ``mem_type=None`` sends no type, so an update keeps the stored one."""
+        return await self._transport.send(calls.save_memory(name, content, description, mem_type, scope, scope_id))
+
+    async def search_memories(self, query: str, *, mem_type: str = "", scope: str = "", scope_id: str = "",
+                        limit: int = 20) -> models.ListMemoriesResponse:
+        return await self._transport.send(calls.search_memories(query, mem_type, scope, scope_id, limit))
+
+    async def get_memory(self, name: str, *, scope: str = "global", scope_id: str = "") -> models.MemoryInfo:
+        return await self._transport.send(calls.get_memory(name, scope, scope_id))
+
+    async def delete_memory(self, name: str, *, scope: str = "global", scope_id: str = "") -> models.StatusResponse:
+        return await self._transport.send(calls.delete_memory(name, scope, scope_id))
+
+    async def health(self) -> dict[str, Any]:
+        """``/readyz``: ready, or why not (raises ``NotCaughtUpError`` while a projection lags or is stopped)."""
+        return await self._transport.send(calls.health())
+
+
+class AsyncMemorydConsole(_Client):
+    """The admin API: every scope, by memory id; projects, workstreams, sessions' receipts and the audit log."""
+
+    async def list_memories(self, *, mem_type: str = "", scope: str = "", scope_id: str = "",
+                      limit: int = 100) -> models.ListMemoriesResponse:
+        return await self._transport.send(calls.admin_list_memories(mem_type, scope, scope_id, limit))
+
+    async def search_memories(self, query: str, *, mem_type: str = "", scope: str = "", scope_id: str = "",
+                        limit: int = 20) -> models.ListMemoriesResponse:
+        return await self._transport.send(calls.admin_search_memories(query, mem_type, scope, scope_id, limit))
+
+    async def get_memory(self, memory_id: str) -> models.AdminMemoryInfo:
+        return await self._transport.send(calls.admin_get_memory(memory_id))
+
+    async def delete_memory(self, memory_id: str) -> models.StatusResponse:
+        return await self._transport.send(calls.admin_delete_memory(memory_id))
+
+    async def iter_audit(self, *, action: str = "", actor: str = "", memory_id: str = "", project_id: str = "",
+                   after: int = 0, page: int = 100) -> AsyncIterator[models.AuditRecord]:
+        """Every audit record after ``after``, oldest first, fetched ``page`` at a time."""
+        while True:
+            found = await self._transport.send(calls.audit(after, page, action, actor, memory_id, project_id))
+            for record in found.records:
+                yield record
+            if len(found.records) < page:
+                return
+            after = found.next_after
+
+    async def create_project(self, name: str, owner: str) -> models.ProjectInfo:
+        return await self._transport.send(calls.create_project(name, owner))
+
+    async def get_project(self, project_id: str) -> models.ProjectInfo:
+        return await self._transport.send(calls.get_project(project_id))
+
+    async def delete_project(self, project_id: str) -> dict[str, Any]:
+        """Delete a project and every memory in its scope."""
+        return await self._transport.send(calls.delete_project(project_id))
+
+    async def grant_access(self, project_id: str, user_id: str, access: str) -> models.ProjectInfo:
+        return await self._transport.send(calls.grant_access(project_id, user_id, access))
+
+    async def revoke_access(self, project_id: str, user_id: str) -> models.ProjectInfo:
+        return await self._transport.send(calls.revoke_access(project_id, user_id))
+
+    async def archive_project(self, project_id: str) -> models.ProjectInfo:
+        return await self._transport.send(calls.project_state(project_id, "archive"))
+
+    async def reactivate_project(self, project_id: str) -> models.ProjectInfo:
+        return await self._transport.send(calls.project_state(project_id, "reactivate"))
+
+    async def create_workstream(self, name: str, *, owner: str | None = None, project_id: str | None = None,
+                          memory: bool = True) -> models.WorkstreamInfo:
+        return await self._transport.send(calls.create_workstream(name, owner, project_id, memory))
+
+    async def update_workstream(self, workstream_id: str, *, project_id: str | None = UNSET,
+                          memory: bool | None = None) -> models.WorkstreamInfo:
+        """Attach (a project id) or detach (None) a project, or set the persona's memory lever."""
+        changes: dict[str, Any] = {} if project_id is UNSET else {"project_id": project_id}
+        if memory is not None:
+            changes["persona"] = {"memory": memory}
+        return await self._transport.send(calls.update_workstream(workstream_id, changes))
+
+    async def session_turns(self, session_id: str, *, after: int = 0, limit: int = 50) -> models.ReceiptPage:
+        """A session's turn receipts in turn order, after turn ``after``."""
+        return await self._transport.send(calls.session_turns(session_id, after, limit))
+
+
+class AsyncSession:
+    """An agent session: its memory tool, its turns, its tool-loop signals and its receipts."""
+
+    def __init__(self, parent: AsyncTransport, session_id: str, token: str, info: models.SessionInfo | None = None):
+        self._transport = AsyncTransport(parent.client, False, **parent.options(token))
+        self.session_id, self.info = session_id, info
+
+    async def memory(self, action: str, **arguments: Any) -> models.ToolResult:
+        """One memory tool call (save, get, search, delete, list); a refusal is ``ok=False``, not an exception."""
+        return await self._transport.send(calls.tool(self.session_id, action, arguments))
+
+    async def turn(self, messages: list[dict[str, Any]] | None = None, *, query: str | None = None,
+             system: str | None = None, placement: str = "system", turn_id: str | None = None,
+             tool_visible: bool = True, relevance_k: int | None = None, max_chars: int | None = None,
+             min_score: float | None = None, preview: bool = False, timeout: float = 2.0,
+             fail_open: bool = True) -> models.TurnContext:
+        """What to put in front of the model this turn. With ``fail_open`` an unreachable or failing memoryd
+        gives an empty context (``degraded`` says why) within ``timeout`` instead of raising."""
+        call = calls.turn(self.session_id, calls.turn_body(messages, query, system, placement, turn_id, tool_visible,
+                                                           relevance_k, max_chars, min_score, preview), timeout)
+        try:
+            return await self._transport.send(call)
+        except (APIConnectionError, ServerError) as error:
+            if not fail_open:
+                raise
+            return calls.failed_turn(call, error)
+
+    async def signal(self, event: str, *, results: list[dict[str, Any]] | None = None) -> list[models.Nudge]:
+        """``resume``, or ``tool_results`` with ``[{"tool", "error", "denied"}]``: the nudges it earns."""
+        answer = await self._transport.send(calls.signal(self.session_id, event, results))
+        return [models.Nudge.model_validate(nudge) for nudge in answer["nudges"]]
+
+    async def receipt(self, turn_id: str) -> models.Receipt:
+        return await self._transport.send(calls.receipt(self.session_id, turn_id))

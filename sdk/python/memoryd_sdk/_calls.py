@@ -1,0 +1,205 @@
+"""What each method sends, as plain values: the sync and async clients share every one of these."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+from memoryd_sdk import models
+
+T = TypeVar("T")
+_WHITESPACE = re.compile(r"\s+")
+MAX_DESCRIPTION = 512
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One request, and the model its answer is read into (None: the JSON as it came)."""
+
+    method: str
+    path: str
+    model: type[T] | None
+    params: dict[str, Any] = field(default_factory=dict)
+    json: Any = None
+    read: bool = False  # sends the highest position seen as X-Min-Position (read your writes)
+    keyed: bool = False  # a write: sends an Idempotency-Key, so a retry cannot apply it twice
+    timeout: float | None = None  # this call's own, instead of the client's
+    retries: int | None = None  # this call's own, instead of the client's max_retries
+
+
+def _given(**values: Any) -> dict[str, Any]:
+    """Query parameters without the empty ones (the reference SDK's rule)."""
+    return {name: value for name, value in values.items() if value not in ("", None)}
+
+
+def name_path(prefix: str, name: str) -> str:
+    return f"{prefix}/{quote(name, safe='')}"
+
+
+def description_of(description: str) -> str:
+    """Whitespace runs become one space, trimmed; empty or longer than 512 characters is refused here."""
+    cleaned = _WHITESPACE.sub(" ", description or "").strip()
+    if not cleaned:
+        raise ValueError("memory description is required and must be non-empty")
+    if len(cleaned) > MAX_DESCRIPTION:
+        raise ValueError(f"memory description must be at most {MAX_DESCRIPTION} characters")
+    return cleaned
+
+
+# -- the public memory API ---------------------------------------------------------------
+
+
+def list_memories(mem_type: str, scope: str, scope_id: str, limit: int) -> Call[models.ListMemoriesResponse]:
+    return Call("GET", "/v1/api/memories", models.ListMemoriesResponse,
+                _given(type=mem_type, scope=scope, scope_id=scope_id) | {"limit": limit}, read=True)
+
+
+def save_memory(name: str, content: str, description: str, mem_type: str | None, scope: str,
+                scope_id: str) -> Call[models.MemoryInfo]:
+    body = {"name": name, "content": content, "description": description_of(description), "scope": scope}
+    if mem_type is not None:
+        body["type"] = mem_type
+    if scope_id:
+        body["scope_id"] = scope_id
+    return Call("POST", "/v1/api/memories", models.MemoryInfo, json=body, keyed=True)
+
+
+def search_memories(query: str, mem_type: str, scope: str, scope_id: str, limit: int) -> Call[models.ListMemoriesResponse]:
+    body = {"query": query, "limit": limit} | _given(type=mem_type, scope=scope, scope_id=scope_id)
+    return Call("POST", "/v1/api/memories/search", models.ListMemoriesResponse, json=body, read=True)
+
+
+def get_memory(name: str, scope: str, scope_id: str) -> Call[models.MemoryInfo]:
+    return Call("GET", name_path("/v1/api/memories", name), models.MemoryInfo,
+                {"scope": scope} | _given(scope_id=scope_id), read=True)
+
+
+def delete_memory(name: str, scope: str, scope_id: str) -> Call[models.StatusResponse]:
+    return Call("DELETE", name_path("/v1/api/memories", name), models.StatusResponse,
+                {"scope": scope} | _given(scope_id=scope_id), keyed=True)
+
+
+def open_session(kind: str, workstream_id: str, user_id: str, parent_session_id: str) -> Call[models.SessionInfo]:
+    body = {"kind": kind, "workstream_id": workstream_id, "user_id": user_id or None,
+            "parent_session_id": parent_session_id or None}
+    return Call("POST", "/v1/api/sessions", models.SessionInfo, json=body, keyed=True)
+
+
+def health() -> Call[Any]:
+    return Call("GET", "/readyz", None)
+
+
+# -- the admin API ---------------------------------------------------------------------------
+
+
+def admin_list_memories(mem_type: str, scope: str, scope_id: str, limit: int) -> Call[models.ListMemoriesResponse]:
+    return Call("GET", "/v1/api/admin/memories", models.ListMemoriesResponse,
+                _given(type=mem_type, scope=scope, scope_id=scope_id) | {"limit": limit}, read=True)
+
+
+def admin_search_memories(query: str, mem_type: str, scope: str, scope_id: str, limit: int) -> Call[models.ListMemoriesResponse]:
+    return Call("GET", "/v1/api/admin/memories/search", models.ListMemoriesResponse,
+                {"q": query, "limit": limit} | _given(type=mem_type, scope=scope, scope_id=scope_id), read=True)
+
+
+def admin_get_memory(memory_id: str) -> Call[models.MemoryInfo]:
+    return Call("GET", name_path("/v1/api/admin/memories", memory_id), models.MemoryInfo, read=True)
+
+
+def admin_delete_memory(memory_id: str) -> Call[models.StatusResponse]:
+    return Call("DELETE", name_path("/v1/api/admin/memories", memory_id), models.StatusResponse, keyed=True)
+
+
+def audit(after: int, limit: int, action: str, actor: str, memory_id: str, project_id: str) -> Call[models.AuditPage]:
+    params = {"after": after, "limit": limit} | _given(action=action, actor=actor, memory_id=memory_id,
+                                                        project_id=project_id)
+    return Call("GET", "/v1/api/admin/audit", models.AuditPage, params)
+
+
+def create_project(name: str, owner: str) -> Call[models.ProjectInfo]:
+    return Call("POST", "/v1/api/admin/projects", models.ProjectInfo, json={"name": name, "owner": owner}, keyed=True)
+
+
+def get_project(project_id: str) -> Call[models.ProjectInfo]:
+    return Call("GET", name_path("/v1/api/admin/projects", project_id), models.ProjectInfo)
+
+
+def delete_project(project_id: str) -> Call[Any]:
+    return Call("DELETE", name_path("/v1/api/admin/projects", project_id), None, keyed=True)
+
+
+def grant_access(project_id: str, user_id: str, access: str) -> Call[models.ProjectInfo]:
+    path = f"{name_path('/v1/api/admin/projects', project_id)}/members/{quote(user_id, safe='')}"
+    return Call("PUT", path, models.ProjectInfo, json={"access": access})
+
+
+def revoke_access(project_id: str, user_id: str) -> Call[models.ProjectInfo]:
+    path = f"{name_path('/v1/api/admin/projects', project_id)}/members/{quote(user_id, safe='')}"
+    return Call("DELETE", path, models.ProjectInfo, keyed=True)
+
+
+def project_state(project_id: str, action: str) -> Call[models.ProjectInfo]:
+    return Call("POST", f"{name_path('/v1/api/admin/projects', project_id)}/{action}", models.ProjectInfo, keyed=True)
+
+
+def create_workstream(name: str, owner: str | None, project_id: str | None, memory: bool) -> Call[models.WorkstreamInfo]:
+    body = {"name": name, "owner": owner, "project_id": project_id, "persona": {"memory": memory}}
+    return Call("POST", "/v1/api/admin/workstreams", models.WorkstreamInfo, json=body, keyed=True)
+
+
+def update_workstream(workstream_id: str, changes: dict[str, Any]) -> Call[models.WorkstreamInfo]:
+    return Call("PATCH", name_path("/v1/api/admin/workstreams", workstream_id), models.WorkstreamInfo, json=changes)
+
+
+def session_turns(session_id: str, after: int, limit: int) -> Call[models.ReceiptPage]:
+    return Call("GET", f"{name_path('/v1/api/admin/sessions', session_id)}/turns", models.ReceiptPage,
+                {"after": after, "limit": limit})
+
+
+# -- a session ---------------------------------------------------------------------------------
+
+
+def tool(session_id: str, action: str, arguments: dict[str, Any]) -> Call[models.ToolResult]:
+    return Call("POST", f"{name_path('/v1/api/sessions', session_id)}/memory", models.ToolResult,
+                json={"action": action, **arguments}, keyed=True)
+
+
+def turn(session_id: str, body: dict[str, Any], timeout: float) -> Call[models.TurnContext]:
+    """One attempt within ``timeout``: a turn must not hold the agent up. It names itself (``turn_id``)."""
+    body = {name: value for name, value in body.items() if value is not None}
+    body.setdefault("turn_id", f"turn_{uuid.uuid4().hex}")
+    return Call("POST", f"{name_path('/v1/api/sessions', session_id)}/turns", models.TurnContext, json=body,
+                read=True, timeout=timeout, retries=0)
+
+
+def signal(session_id: str, event: str, results: list[dict[str, Any]] | None) -> Call[Any]:
+    body: dict[str, Any] = {"event": event}
+    if results is not None:
+        body["results"] = results
+    return Call("POST", f"{name_path('/v1/api/sessions', session_id)}/signals", None, json=body)
+
+
+def receipt(session_id: str, turn_id: str) -> Call[models.Receipt]:
+    return Call("GET", f"{name_path('/v1/api/sessions', session_id)}/turns/{quote(turn_id, safe='')}",
+                models.Receipt)
+
+
+def turn_body(messages: list[dict[str, Any]] | None, query: str | None, system: str | None, placement: str,
+              turn_id: str | None, tool_visible: bool, relevance_k: int | None, max_chars: int | None,
+              min_score: float | None, preview: bool) -> dict[str, Any]:
+    return {"messages": messages, "query": query, "system": system, "placement": placement, "turn_id": turn_id,
+            "tool_visible": tool_visible, "relevance_k": relevance_k, "max_chars": max_chars,
+            "min_score": min_score, "preview": preview}
+
+
+def failed_turn(call: Call[models.TurnContext], error: Exception) -> models.TurnContext:
+    """An empty context for a turn memoryd could not compose (fail open): the runtime's own prompt, untouched."""
+    body = call.json or {}
+    system = body.get("system") or ""
+    placement = body.get("placement", "system")
+    message = {"role": "system", "content": system} if placement == "system" else None
+    return models.TurnContext(turn_id=body.get("turn_id"), placement=placement, system_message=message,
+                              degraded=f"memoryd unavailable: {error}")

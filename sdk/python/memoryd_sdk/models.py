@@ -1,0 +1,186 @@
+"""Response models: pydantic, read by attribute (``m.name``) or by key (``m["name"]``), as the spec's examples do.
+
+Unknown fields are kept (a newer server may send more); ``position`` is the log
+position a write answered in ``X-Memory-Position``, when it did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in type(self).model_fields and key not in (self.model_extra or {}):
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def keys(self) -> list[str]:
+        return list(self.model_dump())
+
+
+class MemoryInfo(Model):
+    memory_id: str
+    name: str
+    description: str = ""
+    type: str = "general"
+    scope: str = "global"
+    scope_id: str = ""
+    content: str = ""
+    created: str = ""
+    updated: str = ""
+    last_accessed: str = ""
+    access_count: int = 0
+    position: int | None = None
+
+
+AdminMemoryInfo = MemoryInfo
+
+
+class ListMemoriesResponse(Model):
+    memories: list[MemoryInfo]
+    total: int = 0
+
+    def __iter__(self) -> Iterator[MemoryInfo]:  # type: ignore[override]  # iterate the memories, not the fields
+        return iter(self.memories)
+
+    def __len__(self) -> int:
+        return len(self.memories)
+
+
+class StatusResponse(Model):
+    status: str = "ok"
+    name: str | None = None
+    position: int | None = None
+
+
+class ProjectMember(Model):
+    user_id: str
+    access: str
+
+
+class ProjectInfo(Model):
+    project_id: str
+    name: str
+    owner: str
+    state: str
+    members: list[ProjectMember] = []
+    created: str = ""
+    updated: str = ""
+
+
+class WorkstreamInfo(Model):
+    workstream_id: str
+    name: str
+    owner: str | None = None
+    project_id: str | None = None
+    persona: dict[str, Any] = {}
+
+
+class SessionInfo(Model):
+    session_id: str
+    token: str = ""
+    kind: str
+    user_id: str | None = None
+    workstream_id: str
+    project_id: str | None = None
+    parent_session_id: str | None = None
+
+
+class ToolResult(Model):
+    ok: bool
+    text: str
+    error: str | None = None
+    memory: MemoryInfo | None = None
+    memories: list[MemoryInfo] | None = None
+
+
+class Nudge(Model):
+    type: str
+    text: str
+    deliver: str
+
+
+class TurnItem(Model):
+    memory_id: str
+    name: str
+    type: str
+    scope: str
+    score: float | None = None
+    position: int
+
+
+class TurnContext(Model):
+    """What to put in front of the model this turn (``memoryd``'s ``POST .../turns``)."""
+
+    turn_id: str | None = None
+    turn: int | None = None
+    position: int = 0
+    memory_enabled: bool = True
+    placement: str = "system"
+    block: str = ""
+    hint: str = ""
+    system_message: dict[str, str] | None = None
+    tail_message: dict[str, str] | None = None
+    items: list[TurnItem] = []
+    in_scope: int = 0
+    candidates: int = 0
+    nudges: list[Nudge] = []
+    receipt_id: str | None = None
+    degraded: str | None = None
+    dropped: dict[str, int] = {}
+    block_sha256: str = ""
+    system_sha256: str = ""
+    replayed: bool = False
+
+
+class Receipt(Model):
+    receipt_id: str
+    session_id: str
+    turn_id: str
+    turn: int
+    created: str
+    position: int
+    placement: str
+    memory_enabled: bool
+    tool_visible: bool
+    in_scope: int
+    candidates: int
+    items: list[TurnItem]
+    nudges: list[Nudge]
+    degraded: str | None = None
+    block: str
+    hint: str
+    block_sha256: str
+    block_matches: bool
+    system_sha256: str
+
+
+class ReceiptPage(Model):
+    receipts: list[Receipt]
+    next_after: int
+
+
+class AuditRecord(Model):
+    """One save, update, delete or project change, read from the log (more fields per action are kept)."""
+
+    position: int
+    action: str
+    actor: str = ""
+    time: str = ""
+
+
+class AuditPage(Model):
+    records: list[AuditRecord]
+    next_after: int

@@ -1,0 +1,134 @@
+/** The admin API: every scope, by memory id; projects, workstreams, sessions' receipts and the audit log. */
+
+import { Client } from "./client.js";
+import { given, namePath } from "./transport.js";
+import type { ListOptions } from "./server.js";
+import type {
+  AuditPage, AuditRecord, ListMemoriesResponse, MemoryInfo, ProjectInfo, ReceiptPage, StatusResponse, WorkstreamInfo,
+} from "./types.js";
+
+const ADMIN = "/v1/api/admin";
+
+export interface AdminSearchOptions extends ListOptions {
+  q: string;
+}
+
+export interface AuditOptions {
+  action?: string;
+  actor?: string;
+  memory_id?: string;
+  project_id?: string;
+  after?: number;
+  /** Records fetched per request (default 100). */
+  page?: number;
+}
+
+export interface CreateWorkstreamRequest {
+  name: string;
+  owner?: string | null;
+  project_id?: string | null;
+  memory?: boolean;
+}
+
+export interface WorkstreamChange {
+  /** A project id attaches it, null detaches; leave it out to keep the attachment. */
+  project_id?: string | null;
+  memory?: boolean;
+}
+
+export class MemorydConsole extends Client {
+  listMemories(options: ListOptions = {}): Promise<ListMemoriesResponse> {
+    return this.transport.send({
+      method: "GET", path: `${ADMIN}/memories`, read: true,
+      query: { ...given({ type: options.type, scope: options.scope, scope_id: options.scope_id }), limit: options.limit ?? 100 },
+    });
+  }
+
+  searchMemories(options: AdminSearchOptions): Promise<ListMemoriesResponse> {
+    return this.transport.send({
+      method: "GET", path: `${ADMIN}/memories/search`, read: true,
+      query: { q: options.q, limit: options.limit ?? 20,
+               ...given({ type: options.type, scope: options.scope, scope_id: options.scope_id }) },
+    });
+  }
+
+  getMemory(memoryId: string): Promise<MemoryInfo> {
+    return this.transport.send({ method: "GET", path: namePath(`${ADMIN}/memories`, memoryId), read: true });
+  }
+
+  deleteMemory(memoryId: string): Promise<StatusResponse> {
+    return this.transport.send({ method: "DELETE", path: namePath(`${ADMIN}/memories`, memoryId), keyed: true });
+  }
+
+  /** Every audit record after `after`, oldest first, fetched `page` at a time. */
+  async *iterAudit(options: AuditOptions = {}): AsyncGenerator<AuditRecord> {
+    const page = options.page ?? 100;
+    let after = options.after ?? 0;
+    for (;;) {
+      const found = await this.transport.send<AuditPage>({
+        method: "GET", path: `${ADMIN}/audit`,
+        query: { after, limit: page, ...given({ action: options.action, actor: options.actor,
+                                                 memory_id: options.memory_id, project_id: options.project_id }) },
+      });
+      yield* found.records;
+      if (found.records.length < page) return;
+      after = found.next_after;
+    }
+  }
+
+  createProject(request: { name: string; owner: string }): Promise<ProjectInfo> {
+    return this.transport.send({ method: "POST", path: `${ADMIN}/projects`, body: request, keyed: true });
+  }
+
+  getProject(projectId: string): Promise<ProjectInfo> {
+    return this.transport.send({ method: "GET", path: namePath(`${ADMIN}/projects`, projectId) });
+  }
+
+  /** Delete a project and every memory in its scope. */
+  deleteProject(projectId: string): Promise<{ status: string; project_id: string }> {
+    return this.transport.send({ method: "DELETE", path: namePath(`${ADMIN}/projects`, projectId), keyed: true });
+  }
+
+  grantAccess(projectId: string, userId: string, access: "read" | "write"): Promise<ProjectInfo> {
+    return this.transport.send({ method: "PUT", path: this.member(projectId, userId), body: { access } });
+  }
+
+  revokeAccess(projectId: string, userId: string): Promise<ProjectInfo> {
+    return this.transport.send({ method: "DELETE", path: this.member(projectId, userId), keyed: true });
+  }
+
+  archiveProject(projectId: string): Promise<ProjectInfo> {
+    return this.transport.send({ method: "POST", path: `${namePath(`${ADMIN}/projects`, projectId)}/archive`, keyed: true });
+  }
+
+  reactivateProject(projectId: string): Promise<ProjectInfo> {
+    return this.transport.send({ method: "POST", path: `${namePath(`${ADMIN}/projects`, projectId)}/reactivate`, keyed: true });
+  }
+
+  createWorkstream(request: CreateWorkstreamRequest): Promise<WorkstreamInfo> {
+    return this.transport.send({
+      method: "POST", path: `${ADMIN}/workstreams`, keyed: true,
+      body: { name: request.name, owner: request.owner ?? null, project_id: request.project_id ?? null,
+              persona: { memory: request.memory ?? true } },
+    });
+  }
+
+  updateWorkstream(workstreamId: string, change: WorkstreamChange): Promise<WorkstreamInfo> {
+    const body: Record<string, unknown> = {};
+    if (change.project_id !== undefined) body["project_id"] = change.project_id;
+    if (change.memory !== undefined) body["persona"] = { memory: change.memory };
+    return this.transport.send({ method: "PATCH", path: namePath(`${ADMIN}/workstreams`, workstreamId), body });
+  }
+
+  /** A session's turn receipts in turn order, after turn `after`. */
+  sessionTurns(sessionId: string, options: { after?: number; limit?: number } = {}): Promise<ReceiptPage> {
+    return this.transport.send({
+      method: "GET", path: `${namePath(`${ADMIN}/sessions`, sessionId)}/turns`,
+      query: { after: options.after ?? 0, limit: options.limit ?? 50 },
+    });
+  }
+
+  private member(projectId: string, userId: string): string {
+    return `${namePath(`${ADMIN}/projects`, projectId)}/members/${encodeURIComponent(userId)}`;
+  }
+}

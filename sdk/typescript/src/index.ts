@@ -1,0 +1,15 @@
+/**
+ * memoryd's TypeScript SDK: the reference SDK's memory methods, plus sessions, the memory tool and the turn.
+ * Zero runtime dependencies; `fetch` is injectable.
+ */
+
+export { MemorydConsole } from "./console.js";
+export type { AdminSearchOptions, AuditOptions, CreateWorkstreamRequest, WorkstreamChange } from "./console.js";
+export type { OpenSessionRequest } from "./client.js";
+export { MemorydAPIError, MemorydConnectionError } from "./errors.js";
+export { MemorydServer, normalizeMemoryDescription } from "./server.js";
+export type { ListOptions, SaveMemoryRequest, ScopeOptions, SearchOptions } from "./server.js";
+export { Session } from "./session.js";
+export type { SignalRequest, ToolCall } from "./session.js";
+export type { ClientOptions, Fetch } from "./transport.js";
+export type * from "./types.js";

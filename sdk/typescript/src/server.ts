@@ -1,0 +1,83 @@
+/** The public memory API, with the reference SDK's method names and options. */
+
+import { Client } from "./client.js";
+import { given, namePath } from "./transport.js";
+import type { ListMemoriesResponse, MemoryInfo, StatusResponse } from "./types.js";
+
+const MEMORIES = "/v1/api/memories";
+const WHITESPACE = /[\u0009-\u000d\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]+/g;
+const MAX_DESCRIPTION = 512;
+
+export interface ScopeOptions {
+  scope?: string;
+  scope_id?: string;
+}
+
+export interface ListOptions extends ScopeOptions {
+  type?: string;
+  limit?: number;
+}
+
+export interface SaveMemoryRequest extends ScopeOptions {
+  name: string;
+  content: string;
+  description: string;
+  /** Omitted (or null): an update keeps the stored type. */
+  type?: string | null;
+}
+
+export interface SearchOptions extends ListOptions {
+  query: string;
+}
+
+/** Whitespace runs become one space, trimmed; empty or longer than 512 code points is refused here. */
+export function normalizeMemoryDescription(description: string): string {
+  if (typeof description !== "string") throw new TypeError("memory description must be a string");
+  const cleaned = description.replace(WHITESPACE, " ").trim();
+  if (!cleaned) throw new TypeError("memory description is required and must be non-empty");
+  if ([...cleaned].length > MAX_DESCRIPTION) {
+    throw new TypeError(`memory description must be at most ${MAX_DESCRIPTION} characters`);
+  }
+  return cleaned;
+}
+
+export class MemorydServer extends Client {
+  listMemories(options: ListOptions = {}): Promise<ListMemoriesResponse> {
+    return this.transport.send({
+      method: "GET", path: MEMORIES, read: true,
+      query: { ...given({ type: options.type, scope: options.scope, scope_id: options.scope_id }), limit: options.limit ?? 100 },
+    });
+  }
+
+  async saveMemory(request: SaveMemoryRequest): Promise<MemoryInfo> {
+    const body: Record<string, unknown> = {
+      name: request.name, content: request.content, description: normalizeMemoryDescription(request.description),
+      scope: request.scope ?? "global",
+    };
+    if (request.type !== undefined && request.type !== null) body["type"] = request.type;
+    if (request.scope_id) body["scope_id"] = request.scope_id;
+    return this.transport.send({ method: "POST", path: MEMORIES, body, keyed: true });
+  }
+
+  searchMemories(options: SearchOptions): Promise<ListMemoriesResponse> {
+    return this.transport.send({
+      method: "POST", path: `${MEMORIES}/search`, read: true,
+      body: { query: options.query, limit: options.limit ?? 20,
+              ...given({ type: options.type, scope: options.scope, scope_id: options.scope_id }) },
+    });
+  }
+
+  getMemory(name: string, options: ScopeOptions = {}): Promise<MemoryInfo> {
+    return this.transport.send({
+      method: "GET", path: namePath(MEMORIES, name), read: true,
+      query: { scope: options.scope ?? "global", ...given({ scope_id: options.scope_id }) },
+    });
+  }
+
+  deleteMemory(name: string, options: ScopeOptions = {}): Promise<StatusResponse> {
+    return this.transport.send({
+      method: "DELETE", path: namePath(MEMORIES, name), keyed: true,
+      query: { scope: options.scope ?? "global", ...given({ scope_id: options.scope_id }) },
+    });
+  }
+}

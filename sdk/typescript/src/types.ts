@@ -1,0 +1,160 @@
+/** The shapes memoryd answers with; field names are the wire's (snake_case). */
+
+export interface MemoryInfo {
+  memory_id: string;
+  name: string;
+  description: string;
+  type: string;
+  scope: string;
+  scope_id: string;
+  content: string;
+  created: string;
+  updated: string;
+  last_accessed?: string;
+  access_count?: number;
+}
+
+export interface ListMemoriesResponse {
+  memories: MemoryInfo[];
+  total: number;
+}
+
+export interface StatusResponse {
+  status: string;
+  name?: string;
+}
+
+export interface ProjectInfo {
+  project_id: string;
+  name: string;
+  owner: string;
+  state: string;
+  members: { user_id: string; access: string }[];
+  created: string;
+  updated: string;
+}
+
+export interface WorkstreamInfo {
+  workstream_id: string;
+  name: string;
+  owner: string | null;
+  project_id: string | null;
+  persona: { memory: boolean };
+}
+
+export interface SessionInfo {
+  session_id: string;
+  token: string;
+  kind: string;
+  user_id: string | null;
+  workstream_id: string;
+  project_id: string | null;
+  parent_session_id: string | null;
+}
+
+export interface ToolResult {
+  ok: boolean;
+  text: string;
+  error?: string;
+  memory?: MemoryInfo;
+  memories?: MemoryInfo[];
+}
+
+export interface Nudge {
+  type: string;
+  text: string;
+  deliver: "after_user" | "after_tool_results";
+}
+
+export interface TurnItem {
+  memory_id: string;
+  name: string;
+  type: string;
+  scope: string;
+  score: number | null;
+  position: number;
+}
+
+export interface ChatMessage {
+  role: string;
+  content: string | (string | { type: string; text?: string; [key: string]: unknown })[];
+}
+
+export interface TurnRequest {
+  messages?: ChatMessage[];
+  query?: string;
+  system?: string;
+  placement?: "system" | "tail" | "none";
+  turn_id?: string;
+  tool_visible?: boolean;
+  relevance_k?: number;
+  max_chars?: number;
+  min_score?: number;
+  preview?: boolean;
+  /** One attempt within this many milliseconds (default 2000). */
+  timeoutMs?: number;
+  /** An unreachable or failing memoryd gives an empty context instead of throwing (default true). */
+  failOpen?: boolean;
+}
+
+export interface TurnContext {
+  turn_id: string | null;
+  turn: number | null;
+  position: number;
+  memory_enabled: boolean;
+  placement: string;
+  block: string;
+  hint: string;
+  system_message: { role: string; content: string } | null;
+  tail_message: { role: string; content: string } | null;
+  items: TurnItem[];
+  in_scope: number;
+  candidates: number;
+  nudges: Nudge[];
+  receipt_id: string | null;
+  degraded: string | null;
+  dropped: { floor: number; budget: number };
+  block_sha256: string;
+  system_sha256: string;
+  replayed: boolean;
+}
+
+export interface Receipt {
+  receipt_id: string;
+  session_id: string;
+  turn_id: string;
+  turn: number;
+  created: string;
+  position: number;
+  placement: string;
+  memory_enabled: boolean;
+  tool_visible: boolean;
+  in_scope: number;
+  candidates: number;
+  items: TurnItem[];
+  nudges: Nudge[];
+  degraded: string | null;
+  block: string;
+  hint: string;
+  block_sha256: string;
+  block_matches: boolean;
+  system_sha256: string;
+}
+
+export interface ReceiptPage {
+  receipts: Receipt[];
+  next_after: number;
+}
+
+export interface AuditRecord {
+  position: number;
+  action: string;
+  actor: string;
+  time: string;
+  [field: string]: unknown;
+}
+
+export interface AuditPage {
+  records: AuditRecord[];
+  next_after: number;
+}

@@ -1,0 +1,108 @@
+// Unit tests with an injected fetch: the reference method shapes, errors, retries, idempotency keys,
+// read-your-writes positions and a turn that fails open. The live scenarios are in scenarios.mjs.
+import assert from "node:assert/strict";
+import { createRequire } from "node:module";
+import { test } from "node:test";
+
+import { MemorydAPIError, MemorydConnectionError, MemorydConsole, MemorydServer } from "../dist/esm/index.js";
+import { TurnstoneAPIError, TurnstoneConsole, TurnstoneServer } from "../dist/esm/turnstone.js";
+
+const MEMORY = { memory_id: "m1", name: "deploy_steps", description: "how", type: "general", scope: "global",
+                 scope_id: "", content: "buildkite", created: "t", updated: "t" };
+
+function json(status, body, headers = {}) {
+  return new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json", ...headers } });
+}
+
+function recording(...answers) {
+  const calls = [];
+  const fetch = async (url, init) => {
+    calls.push({ url: new URL(url), init });
+    const next = answers.length > 1 ? answers.shift() : answers[0];
+    if (next instanceof Error) throw next;
+    return typeof next === "function" ? next() : next.clone();
+  };
+  return { calls, fetch };
+}
+
+test("the reference methods send the reference requests", async () => {
+  const { calls, fetch } = recording(json(200, { memories: [MEMORY], total: 1 }));
+  const server = new MemorydServer({ baseUrl: "http://memoryd/", token: "tok", fetch });
+  await server.listMemories({ type: "", scope: "user" });
+  await server.searchMemories({ query: "deploy" });
+  await server.getMemory("a/b c", { scope: "user" });
+  const [list, search, get] = calls;
+  assert.equal(list.url.toString(), "http://memoryd/v1/api/memories?scope=user&limit=100");
+  assert.equal(list.init.headers.Authorization, "Bearer tok");
+  assert.equal(search.init.method, "POST");
+  assert.deepEqual(JSON.parse(search.init.body), { query: "deploy", limit: 20 });
+  assert.equal(get.url.pathname, "/v1/api/memories/a%2Fb%20c");
+  const console = new MemorydConsole({ baseUrl: "http://memoryd", fetch });
+  await console.searchMemories({ q: "deploy", limit: 5 });
+  assert.equal(calls.at(-1).url.search, "?q=deploy&limit=5");
+});
+
+test("a save normalizes the description, omits a null type and refuses an empty description", async () => {
+  const { calls, fetch } = recording(json(201, MEMORY, { "X-Memory-Position": "7" }));
+  const server = new MemorydServer({ fetch });
+  await server.saveMemory({ name: "n", content: "c", description: "  how \n we  deploy ", type: null });
+  assert.deepEqual(JSON.parse(calls[0].init.body), { name: "n", content: "c", description: "how we deploy", scope: "global" });
+  await assert.rejects(server.saveMemory({ name: "n", content: "c", description: " \t " }), TypeError);
+  assert.equal(calls.length, 1);
+});
+
+test("errors carry the status and the server's message", async () => {
+  const { fetch } = recording(json(404, { error: "Memory 'x' not found" }));
+  const error = await new MemorydServer({ fetch }).getMemory("x").catch((caught) => caught);
+  assert.ok(error instanceof MemorydAPIError && error instanceof TurnstoneAPIError);
+  assert.equal(error.statusCode, 404);
+  assert.equal(error.errorMessage, "Memory 'x' not found");
+  assert.equal(error.message, "HTTP 404: Memory 'x' not found");
+});
+
+test("retries honour Retry-After, reuse the write's idempotency key and stop on a client error", async () => {
+  const { calls, fetch } = recording(json(503, { error: "busy" }, { "Retry-After": "0" }), new TypeError("reset"),
+                                     json(201, MEMORY));
+  await new MemorydServer({ fetch }).saveMemory({ name: "n", content: "c", description: "d" });
+  const keys = calls.map((call) => call.init.headers["Idempotency-Key"]);
+  assert.equal(keys.length, 3);
+  assert.ok(keys[0] && keys.every((key) => key === keys[0]));
+  const refused = recording(json(400, { error: "bad" }));
+  await assert.rejects(new MemorydServer({ fetch: refused.fetch }).listMemories(), MemorydAPIError);
+  assert.equal(refused.calls.length, 1);
+});
+
+test("reads after a write carry its position unless turned off", async () => {
+  for (const [readYourWrites, expected] of [[true, "42"], [false, undefined]]) {
+    const { calls, fetch } = recording(json(201, MEMORY, { "X-Memory-Position": "42" }));
+    const server = new MemorydServer({ fetch, readYourWrites });
+    await server.listMemories();
+    assert.equal(calls[0].init.headers["X-Min-Position"], undefined);
+    await server.saveMemory({ name: "n", content: "c", description: "d" });
+    await server.searchMemories({ query: "c" });
+    assert.equal(calls.at(-1).init.headers["X-Min-Position"], expected);
+  }
+});
+
+test("a turn fails open within its timeout and names itself", async () => {
+  const hang = () => new Promise(() => {});
+  const { calls, fetch } = recording(hang);
+  const session = new TurnstoneServer({ fetch: (url, init) => {
+    calls.push({ url, init });
+    return new Promise((_, reject) => init.signal.addEventListener("abort", () => reject(new DOMException("aborted", "AbortError"))));
+  } }).session("s1", "mds_x");
+  const started = Date.now();
+  const turn = await session.turn({ messages: [{ role: "user", content: "hi" }], system: "You code.", timeoutMs: 200 });
+  assert.ok(Date.now() - started < 400);
+  assert.equal(turn.system_message.content, "You code.");
+  assert.match(turn.degraded, /^memoryd unavailable/);
+  assert.match(JSON.parse(calls[0].init.body).turn_id, /^turn_/);
+  await assert.rejects(session.turn({ query: "hi", timeoutMs: 100, failOpen: false }), MemorydConnectionError);
+});
+
+test("the CommonJS build loads too", () => {
+  const require = createRequire(import.meta.url);
+  const sdk = require("../dist/cjs/index.js");
+  assert.equal(typeof sdk.MemorydServer, "function");
+  assert.equal(new TurnstoneConsole({}).constructor.name, "MemorydConsole");
+});

@@ -1,0 +1,266 @@
+"""The Python SDK against the real application (in process through httpx's WSGI transport, or a live server).
+
+Unit behaviour a user relies on: the reference signatures, models read by key
+or attribute, error types and messages, retries that never apply a write twice,
+read-your-writes positions, and a turn that fails open within its timeout.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from api.app import create_app
+from memoryd_sdk import (
+    APIConnectionError,
+    AsyncMemorydConsole,
+    AsyncMemorydServer,
+    AsyncSession,
+    BadRequestError,
+    MemorydAPIError,
+    MemorydConsole,
+    MemorydServer,
+    NotFoundError,
+    PermissionDeniedError,
+    Session,
+)
+from memoryd_sdk.compat import turnstone
+from tests.helpers import free_port, spawn_worker
+
+SDK = Path(__file__).resolve().parents[2] / "sdk" / "python"
+EMPTY = inspect.Parameter.empty
+KW, POS = inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD
+
+# The reference SDK's memory surface (turnstone 1.8.x): name -> [(parameter, kind, default)]
+REFERENCE = {
+    ("server", "list_memories"): [("mem_type", KW, ""), ("scope", KW, ""), ("scope_id", KW, ""), ("limit", KW, 100)],
+    ("server", "save_memory"): [("name", POS, EMPTY), ("content", POS, EMPTY), ("description", KW, EMPTY),
+                                ("mem_type", KW, "general"), ("scope", KW, "global"), ("scope_id", KW, "")],
+    ("server", "search_memories"): [("query", POS, EMPTY), ("mem_type", KW, ""), ("scope", KW, ""),
+                                    ("scope_id", KW, ""), ("limit", KW, 20)],
+    ("server", "get_memory"): [("name", POS, EMPTY), ("scope", KW, "global"), ("scope_id", KW, "")],
+    ("server", "delete_memory"): [("name", POS, EMPTY), ("scope", KW, "global"), ("scope_id", KW, "")],
+    ("console", "list_memories"): [("mem_type", KW, ""), ("scope", KW, ""), ("scope_id", KW, ""), ("limit", KW, 100)],
+    ("console", "search_memories"): [("query", POS, EMPTY), ("mem_type", KW, ""), ("scope", KW, ""),
+                                     ("scope_id", KW, ""), ("limit", KW, 20)],
+    ("console", "get_memory"): [("memory_id", POS, EMPTY)],
+    ("console", "delete_memory"): [("memory_id", POS, EMPTY)],
+}
+CONSTRUCTOR = [("base_url", POS, "http://localhost:8080"), ("token", POS, ""), ("timeout", POS, 30.0),
+               ("httpx_client", POS, None), ("ca_cert", POS, None), ("client_cert", POS, None),
+               ("client_key", POS, None), ("token_factory", POS, None)]
+
+
+def parameters(function: Any) -> list[tuple[str, Any, Any]]:
+    return [(p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values() if p.name != "self"]
+
+
+@pytest.mark.parametrize(("family", "method"), list(REFERENCE))
+def test_the_memory_methods_keep_the_reference_signatures_sync_and_async(family, method):
+    classes = (MemorydServer, AsyncMemorydServer) if family == "server" else (MemorydConsole, AsyncMemorydConsole)
+    for cls in classes:
+        assert parameters(getattr(cls, method)) == REFERENCE[(family, method)], (cls.__name__, method)
+    assert inspect.iscoroutinefunction(getattr(classes[1], method))
+
+
+def test_the_constructors_take_the_reference_arguments_first():
+    for cls in (MemorydServer, AsyncMemorydServer, MemorydConsole, AsyncMemorydConsole):
+        assert parameters(cls.__init__)[:len(CONSTRUCTOR)] == CONSTRUCTOR, cls.__name__
+
+
+def test_the_async_clients_are_the_sync_ones_generated_and_the_turnstone_names_are_bound():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_async", SDK / "tools" / "make_async.py")
+    assert spec is not None and spec.loader is not None
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    written = (SDK / "memoryd_sdk" / "_async.py").read_text()
+    assert generator.generate((SDK / "memoryd_sdk" / "_sync.py").read_text()) == written, \
+        "memoryd_sdk/_async.py is stale: run sdk/python/tools/make_async.py"
+    for sync, asynchronous in ((MemorydServer, AsyncMemorydServer), (MemorydConsole, AsyncMemorydConsole),
+                               (Session, AsyncSession)):
+        public = {name for name in dir(sync) if not name.startswith("_")}
+        assert public - {"close"} == {name for name in dir(asynchronous) if not name.startswith("_")} - {"aclose"}
+        for name in public - {"close", "session"}:
+            assert parameters(getattr(sync, name)) == parameters(getattr(asynchronous, name)), name
+    assert turnstone.TurnstoneServer is MemorydServer and turnstone.AsyncTurnstoneConsole is AsyncMemorydConsole
+    assert turnstone.TurnstoneAPIError is MemorydAPIError
+
+
+# -- against the application, in process ----------------------------------------------------
+
+
+@pytest.fixture
+def app(services):
+    return create_app(services)
+
+
+@pytest.fixture
+def tokens(services):
+    directory = services.directory
+    user, admin = directory.create_user("alice"), directory.create_user("admin")
+    return {"user": directory.create_token(user, ["read", "write"], [])[1], "user_id": user,
+            "admin": directory.create_token(admin, ["read", "write", "service"], ["admin.memories"])[1]}
+
+
+def wsgi_client(app, **options):
+    return httpx.Client(transport=httpx.WSGITransport(app=app), base_url="http://memoryd", **options)
+
+
+def test_memories_round_trip_with_models_read_by_key_or_attribute(app, tokens):
+    with MemorydServer("http://memoryd", token=tokens["user"], httpx_client=wsgi_client(app)) as server:
+        saved = server.save_memory("Deploy Steps", "we deploy with buildkite", description="  how   we deploy ")
+        assert saved.name == saved["name"] == "deploy_steps" and saved.description == "how we deploy"
+        assert saved.position and saved["scope"] == "global"
+        assert [m["name"] for m in server.search_memories("buildkite")] == ["deploy_steps"]
+        assert server.list_memories().total == 1 and server.get_memory("deploy-steps").content.startswith("we")
+        kept = server.save_memory("deploy_steps", "now with argo", description="how we deploy", mem_type=None)
+        assert kept.type == "general" and kept.memory_id == saved.memory_id
+        assert server.delete_memory("deploy_steps").status == "ok"
+        with pytest.raises(NotFoundError) as missing:
+            server.get_memory("deploy_steps")
+        assert str(missing.value) == "HTTP 404: Memory 'deploy_steps' not found" and missing.value.status_code == 404
+        with pytest.raises(ValueError, match="description is required"):
+            server.save_memory("x", "y", description="   ")
+        with pytest.raises(BadRequestError):
+            server.save_memory("x", "y", description="d", scope="galaxy")
+        with pytest.raises(PermissionDeniedError):
+            server.save_memory("x", "y", description="d", scope="user", scope_id="someone-else")
+
+
+def test_names_are_percent_encoded(app, tokens):
+    with MemorydServer("http://memoryd", token=tokens["user"], httpx_client=wsgi_client(app)) as server:
+        with pytest.raises(NotFoundError, match="a/b_c"):
+            server.get_memory("a/b c")
+
+
+class DropsTheFirstAnswer(httpx.BaseTransport):
+    """Lets the first request reach the server (it commits), then loses the answer, as a dropped connection would."""
+
+    def __init__(self, app):
+        self.inner, self.dropped, self.keys = httpx.WSGITransport(app=app), False, []
+
+    def handle_request(self, request):
+        self.keys.append(request.headers.get("Idempotency-Key"))
+        response = self.inner.handle_request(request)
+        if not self.dropped:
+            self.dropped = True
+            raise httpx.ReadError("connection reset after the server answered")
+        return response
+
+
+def test_a_write_retried_after_a_lost_answer_happens_exactly_once(app, tokens, services):
+    transport = DropsTheFirstAnswer(app)
+    client = httpx.Client(transport=transport, base_url="http://memoryd")
+    with MemorydServer("http://memoryd", token=tokens["user"], httpx_client=client) as server:
+        server._transport.retry_after = lambda attempt, response, call: None if attempt or response else 0.0
+        saved = server.save_memory("once", "exactly once", description="d")
+    assert saved.name == "once" and len(transport.keys) == 2 and transport.keys[0] == transport.keys[1] is not None
+    assert [event.event_type for event in services.store.iter_all()] == ["memory.save"]
+
+
+def test_retries_honour_retry_after_and_stop_on_a_client_error():
+    answers = [httpx.Response(503, json={"error": "busy"}, headers={"Retry-After": "0"}),
+               httpx.Response(200, json={"memories": [], "total": 0})]
+    seen: list[httpx.Request] = []
+
+    def handler(request):
+        seen.append(request)
+        return answers.pop(0) if answers else httpx.Response(400, json={"error": "limit must be an integer"})
+
+    client = httpx.Client(transport=httpx.MockTransport(handler))
+    with MemorydServer("http://memoryd", token="t", httpx_client=client) as server:
+        assert server.list_memories().total == 0 and len(seen) == 2
+        with pytest.raises(BadRequestError, match="HTTP 400: limit must be an integer"):
+            server.list_memories()
+    assert len(seen) == 3  # a 400 is not retried
+
+
+def test_reads_after_a_write_carry_its_position_as_x_min_position():
+    seen: list[httpx.Request] = []
+    memory = {"memory_id": "m", "name": "n", "content": "c", "created": "t", "updated": "t"}
+
+    def handler(request):
+        seen.append(request)
+        if request.method == "POST" and request.url.path == "/v1/api/memories":
+            return httpx.Response(201, json=memory, headers={"X-Memory-Position": "42"})
+        return httpx.Response(200, json={"memories": [], "total": 0})
+
+    for read_your_writes, expected in ((True, "42"), (False, None)):
+        seen.clear()
+        client = httpx.Client(transport=httpx.MockTransport(handler))
+        with MemorydServer("http://memoryd", token="t", httpx_client=client, read_your_writes=read_your_writes) as s:
+            assert s.list_memories() is not None and "X-Min-Position" not in seen[-1].headers
+            assert s.save_memory("n", "c", description="d").position == 42
+            s.search_memories("c")
+            assert seen[-1].headers.get("X-Min-Position") == expected
+
+
+@pytest.mark.postgres
+def test_a_save_then_a_list_finds_it_while_workers_lag(built_postgres, redis_url):
+    services = built_postgres(redis_url, write_wait_ms=0)  # the save answers before its projection
+    user = services.directory.create_user("alice")
+    token = services.directory.create_token(user, ["read", "write"], [])[1]
+    worker = spawn_worker(services)
+    try:
+        with MemorydServer("http://memoryd", token=token, httpx_client=wsgi_client(create_app(services))) as server:
+            for number in range(10):
+                server.save_memory(f"note_{number}", "fact", description="d")
+                assert f"note_{number}" in [m.name for m in server.list_memories(limit=200)]
+    finally:
+        worker.terminate()
+        worker.wait(10)
+
+
+def test_a_session_runs_the_tool_turns_signals_and_receipts(app, tokens, services):
+    workstream = services.directory.create_workstream(tokens["user_id"], "ws")
+    with MemorydConsole("http://memoryd", token=tokens["admin"], httpx_client=wsgi_client(app)) as console:
+        session = console.open_session("interactive", workstream, user_id=tokens["user_id"])
+        assert session.info is not None and session.info.token.startswith("mds_")
+        assert session.memory("save", name="style", content="tabs", description="style").ok
+        refused = session.memory("save", name="x", content="y", description="d", scope="galaxy")
+        assert refused.ok is False and "invalid scope" in refused.error
+        turn = session.turn([{"role": "user", "content": "what style do we use"}], system="You code.", turn_id="t1")
+        assert turn.items[0].name == "style" and turn["system_message"]["content"].startswith("You code.\n\n<memories>")
+        assert session.turn([{"role": "user", "content": "what style do we use"}], system="You code.",
+                            turn_id="t1").replayed
+        assert [nudge.type for nudge in session.signal("resume")] == ["resume"]
+        assert session.receipt("t1").block_matches
+        assert [receipt.turn_id for receipt in console.session_turns(session.session_id).receipts] == ["t1"]
+
+
+def test_a_turn_fails_open_within_its_timeout_when_memoryd_is_down():
+    with MemorydServer(f"http://127.0.0.1:{free_port()}", token="t", max_retries=0) as server:
+        session = server.session("s", "mds_token")
+        started = time.monotonic()
+        turn = session.turn([{"role": "user", "content": "hi"}], system="You code.", timeout=0.5)
+        assert time.monotonic() - started < 0.55
+        assert turn.degraded.startswith("memoryd unavailable") and turn.block == ""
+        assert turn.system_message == {"role": "system", "content": "You code."}
+        with pytest.raises(APIConnectionError):
+            session.turn(query="hi", timeout=0.5, fail_open=False)
+
+
+def test_the_async_clients_do_the_same_against_a_live_server(live_server):
+    import asyncio
+
+    caller = live_server.caller("async_sdk")
+
+    async def scenario() -> None:
+        async with AsyncMemorydServer(live_server.base_url, token=caller["token"]) as server:
+            saved = await server.save_memory("async_note", "from asyncio", description="d", scope="user")
+            found = await server.get_memory("async_note", scope="user")
+            assert found.memory_id == saved.memory_id and found["content"] == "from asyncio"
+            assert [m.name for m in await server.search_memories("asyncio", scope="user")] == ["async_note"]
+            assert (await server.delete_memory("async_note", scope="user")).status == "ok"
+        async with AsyncMemorydConsole(live_server.base_url, token=live_server.admin_token) as console:
+            records = [record async for record in console.iter_audit(actor=caller["user_id"], page=1)]
+            assert [record.action for record in records] == ["memory.save", "memory.delete"]
+
+    asyncio.run(scenario())
