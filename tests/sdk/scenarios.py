@@ -8,9 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from memoryd_sdk import MemorydAPIError, Session
+from pydantic import BaseModel
 
 SCENARIOS = sorted((Path(__file__).resolve().parents[2] / "sdk" / "scenarios").glob("*.json"))
 _WHOLE = re.compile(r"\{([\w.]+)\}")

@@ -14,8 +14,6 @@ from typing import Any
 
 import httpx
 import pytest
-
-from api.app import create_app
 from memoryd_sdk import (
     APIConnectionError,
     AsyncMemorydConsole,
@@ -30,6 +28,8 @@ from memoryd_sdk import (
     Session,
 )
 from memoryd_sdk.compat import turnstone
+
+from api.app import create_app
 from tests.helpers import free_port, spawn_worker
 
 SDK = Path(__file__).resolve().parents[2] / "sdk" / "python"

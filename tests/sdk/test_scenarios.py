@@ -12,9 +12,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from memoryd_sdk import MemorydConsole, MemorydServer
 
 from api.openapi import build_openapi
-from memoryd_sdk import MemorydConsole, MemorydServer
 from tests.sdk import scenarios
 
 TYPESCRIPT = Path(__file__).resolve().parents[2] / "sdk" / "typescript"
