@@ -14,7 +14,8 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 
 
 def test_the_embedding_example_in_the_readme_runs(sqlite_url, monkeypatch, capsys):
-    [example] = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    [example] = [block for block in re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+                 if "build_services" in block]
     services = make_services(sqlite_url)
     user_id = services.directory.create_user("agent")
     workstream_id = services.directory.create_workstream(user_id, "ws")

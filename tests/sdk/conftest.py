@@ -1,4 +1,4 @@
-"""A live ``memoryd serve`` for the SDK suites (both SDKs talk to the same one), with users and tokens."""
+"""A live ``memoryd serve`` per test module (in a module, both SDKs talk to the same one), with users and tokens."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ class LiveServer:
             services.database.dispose()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     url = f"sqlite:///{tmp_path_factory.mktemp('live') / 'memoryd.db'}"
     services = make_services(url)

@@ -1,4 +1,4 @@
-"""Runs ``sdk/scenarios/*.json`` with the Python SDK (the TypeScript runner, ``sdk/typescript/test/scenarios.mjs``,
+"""Runs ``sdk/scenarios/*.json`` with the Python SDK (the TypeScript runner, ``sdk/typescript/scripts/scenarios.mjs``,
 reads the same files and follows the same rules)."""
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ def python_run(live_server) -> tuple[list[str], list[tuple[str, str]]]:
 def typescript_run(live_server, built: Path) -> tuple[list[str], list[tuple[str, str]]]:
     caller = live_server.caller("ts")
     context = {"base_url": live_server.base_url, "admin_token": live_server.admin_token, "run": "ts", **caller}
-    done = subprocess.run(["node", "test/scenarios.mjs", *map(str, scenarios.SCENARIOS)], cwd=built,
+    done = subprocess.run(["node", "scripts/scenarios.mjs", *map(str, scenarios.SCENARIOS)], cwd=built,
                           capture_output=True, text=True, timeout=600,
                           env={**os.environ, "MEMORYD_SCENARIO_CONTEXT": json.dumps(context)})
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
@@ -95,3 +95,24 @@ def test_both_sdks_pass_every_scenario_on_one_server_and_each_covers_every_route
 def test_the_typescript_sdk_unit_tests_pass():
     done = subprocess.run(["npm", "test"], cwd=build_typescript_sdk(), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+
+
+def test_npm_pack_makes_a_package_that_installs_and_loads_both_ways(tmp_path):
+    built = build_typescript_sdk()
+    packed = subprocess.run(["npm", "pack", "--pack-destination", str(tmp_path)], cwd=built, capture_output=True,
+                            text=True, timeout=300)
+    assert packed.returncode == 0, packed.stderr
+    tarball = tmp_path / packed.stdout.strip().splitlines()[-1]
+    project = tmp_path / "app"
+    project.mkdir()
+    (project / "package.json").write_text('{"name": "app", "version": "1.0.0", "private": true}\n')
+    installed = subprocess.run(["npm", "install", "--no-audit", "--no-fund", str(tarball)], cwd=project,
+                               capture_output=True, text=True, timeout=300)
+    assert installed.returncode == 0, installed.stderr
+    check = ("import('@memoryd/sdk').then((esm) => { const cjs = require('@memoryd/sdk'); "
+             "const alias = require('@memoryd/sdk/turnstone'); "
+             "if (typeof esm.MemorydServer !== 'function' || typeof cjs.MemorydConsole !== 'function' "
+             "|| typeof alias.TurnstoneServer !== 'function') process.exit(1); })")
+    loaded = subprocess.run(["node", "-e", check], cwd=project, capture_output=True, text=True, timeout=60)
+    assert loaded.returncode == 0, loaded.stderr
+    assert (project / "node_modules" / "@memoryd" / "sdk" / "dist" / "esm" / "index.d.ts").exists()

@@ -25,7 +25,7 @@ class Call(Generic[T]):
     params: dict[str, Any] = field(default_factory=dict)
     json: Any = None
     read: bool = False  # sends the highest position seen as X-Min-Position (read your writes)
-    keyed: bool = False  # a write: sends an Idempotency-Key, so a retry cannot apply it twice
+    key: str | None = None  # the Idempotency-Key, when the call names it (a turn: its turn_id)
     timeout: float | None = None  # this call's own, instead of the client's
     retries: int | None = None  # this call's own, instead of the client's max_retries
 
@@ -64,7 +64,7 @@ def save_memory(name: str, content: str, description: str, mem_type: str | None,
         body["type"] = mem_type
     if scope_id:
         body["scope_id"] = scope_id
-    return Call("POST", "/v1/api/memories", models.MemoryInfo, json=body, keyed=True)
+    return Call("POST", "/v1/api/memories", models.MemoryInfo, json=body)
 
 
 def search_memories(query: str, mem_type: str, scope: str, scope_id: str, limit: int) -> Call[models.ListMemoriesResponse]:
@@ -79,13 +79,13 @@ def get_memory(name: str, scope: str, scope_id: str) -> Call[models.MemoryInfo]:
 
 def delete_memory(name: str, scope: str, scope_id: str) -> Call[models.StatusResponse]:
     return Call("DELETE", name_path("/v1/api/memories", name), models.StatusResponse,
-                {"scope": scope} | _given(scope_id=scope_id), keyed=True)
+                {"scope": scope} | _given(scope_id=scope_id))
 
 
 def open_session(kind: str, workstream_id: str, user_id: str, parent_session_id: str) -> Call[models.SessionInfo]:
     body = {"kind": kind, "workstream_id": workstream_id, "user_id": user_id or None,
             "parent_session_id": parent_session_id or None}
-    return Call("POST", "/v1/api/sessions", models.SessionInfo, json=body, keyed=True)
+    return Call("POST", "/v1/api/sessions", models.SessionInfo, json=body)
 
 
 def health() -> Call[Any]:
@@ -110,7 +110,7 @@ def admin_get_memory(memory_id: str) -> Call[models.MemoryInfo]:
 
 
 def admin_delete_memory(memory_id: str) -> Call[models.StatusResponse]:
-    return Call("DELETE", name_path("/v1/api/admin/memories", memory_id), models.StatusResponse, keyed=True)
+    return Call("DELETE", name_path("/v1/api/admin/memories", memory_id), models.StatusResponse)
 
 
 def audit(after: int, limit: int, action: str, actor: str, memory_id: str, project_id: str) -> Call[models.AuditPage]:
@@ -120,7 +120,7 @@ def audit(after: int, limit: int, action: str, actor: str, memory_id: str, proje
 
 
 def create_project(name: str, owner: str) -> Call[models.ProjectInfo]:
-    return Call("POST", "/v1/api/admin/projects", models.ProjectInfo, json={"name": name, "owner": owner}, keyed=True)
+    return Call("POST", "/v1/api/admin/projects", models.ProjectInfo, json={"name": name, "owner": owner})
 
 
 def get_project(project_id: str) -> Call[models.ProjectInfo]:
@@ -128,7 +128,7 @@ def get_project(project_id: str) -> Call[models.ProjectInfo]:
 
 
 def delete_project(project_id: str) -> Call[Any]:
-    return Call("DELETE", name_path("/v1/api/admin/projects", project_id), None, keyed=True)
+    return Call("DELETE", name_path("/v1/api/admin/projects", project_id), None)
 
 
 def grant_access(project_id: str, user_id: str, access: str) -> Call[models.ProjectInfo]:
@@ -138,16 +138,16 @@ def grant_access(project_id: str, user_id: str, access: str) -> Call[models.Proj
 
 def revoke_access(project_id: str, user_id: str) -> Call[models.ProjectInfo]:
     path = f"{name_path('/v1/api/admin/projects', project_id)}/members/{quote(user_id, safe='')}"
-    return Call("DELETE", path, models.ProjectInfo, keyed=True)
+    return Call("DELETE", path, models.ProjectInfo)
 
 
 def project_state(project_id: str, action: str) -> Call[models.ProjectInfo]:
-    return Call("POST", f"{name_path('/v1/api/admin/projects', project_id)}/{action}", models.ProjectInfo, keyed=True)
+    return Call("POST", f"{name_path('/v1/api/admin/projects', project_id)}/{action}", models.ProjectInfo)
 
 
 def create_workstream(name: str, owner: str | None, project_id: str | None, memory: bool) -> Call[models.WorkstreamInfo]:
     body = {"name": name, "owner": owner, "project_id": project_id, "persona": {"memory": memory}}
-    return Call("POST", "/v1/api/admin/workstreams", models.WorkstreamInfo, json=body, keyed=True)
+    return Call("POST", "/v1/api/admin/workstreams", models.WorkstreamInfo, json=body)
 
 
 def update_workstream(workstream_id: str, changes: dict[str, Any]) -> Call[models.WorkstreamInfo]:
@@ -164,7 +164,7 @@ def session_turns(session_id: str, after: int, limit: int) -> Call[models.Receip
 
 def tool(session_id: str, action: str, arguments: dict[str, Any]) -> Call[models.ToolResult]:
     return Call("POST", f"{name_path('/v1/api/sessions', session_id)}/memory", models.ToolResult,
-                json={"action": action, **arguments}, keyed=True)
+                json={"action": action, **arguments})
 
 
 def turn(session_id: str, body: dict[str, Any], timeout: float) -> Call[models.TurnContext]:
@@ -172,7 +172,7 @@ def turn(session_id: str, body: dict[str, Any], timeout: float) -> Call[models.T
     body = {name: value for name, value in body.items() if value is not None}
     body.setdefault("turn_id", f"turn_{uuid.uuid4().hex}")
     return Call("POST", f"{name_path('/v1/api/sessions', session_id)}/turns", models.TurnContext, json=body,
-                read=True, timeout=timeout, retries=0)
+                read=True, key=body["turn_id"], timeout=timeout, retries=0)
 
 
 def signal(session_id: str, event: str, results: list[dict[str, Any]] | None) -> Call[Any]:

@@ -26,6 +26,7 @@ from memoryd_sdk import errors, models
 from memoryd_sdk._calls import Call
 
 RETRY_STATUSES = frozenset({408, 429, 502, 503, 504})
+WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 BACKOFF, BACKOFF_CAP = 0.5, 8.0
 TokenFactory = Callable[[], str]
 T = TypeVar("T")
@@ -105,7 +106,10 @@ class Core:
 
     @staticmethod
     def key_for(call: Call[Any]) -> str | None:
-        return f"sdk-{uuid.uuid4().hex}" if call.keyed else None
+        """Every POST, PUT, PATCH and DELETE carries an Idempotency-Key, the same on each of its retries."""
+        if call.key is not None:
+            return call.key
+        return f"sdk-{uuid.uuid4().hex}" if call.method in WRITES else None
 
     @staticmethod
     def failure(error: httpx.TransportError) -> errors.APIConnectionError:

@@ -21,7 +21,7 @@ export abstract class Client {
   /** Open an agent session (a service token or an admin); the handle acts with the session's own token. */
   async openSession(request: OpenSessionRequest): Promise<Session> {
     const info = await this.transport.send<SessionInfo>({
-      method: "POST", path: "/v1/api/sessions", keyed: true,
+      method: "POST", path: "/v1/api/sessions",
       body: { kind: request.kind, workstream_id: request.workstream_id, user_id: request.user_id || null,
               parent_session_id: request.parent_session_id || null },
     });

@@ -57,7 +57,7 @@ export class MemorydConsole extends Client {
   }
 
   deleteMemory(memoryId: string): Promise<StatusResponse> {
-    return this.transport.send({ method: "DELETE", path: namePath(`${ADMIN}/memories`, memoryId), keyed: true });
+    return this.transport.send({ method: "DELETE", path: namePath(`${ADMIN}/memories`, memoryId) });
   }
 
   /** Every audit record after `after`, oldest first, fetched `page` at a time. */
@@ -77,7 +77,7 @@ export class MemorydConsole extends Client {
   }
 
   createProject(request: { name: string; owner: string }): Promise<ProjectInfo> {
-    return this.transport.send({ method: "POST", path: `${ADMIN}/projects`, body: request, keyed: true });
+    return this.transport.send({ method: "POST", path: `${ADMIN}/projects`, body: request });
   }
 
   getProject(projectId: string): Promise<ProjectInfo> {
@@ -86,7 +86,7 @@ export class MemorydConsole extends Client {
 
   /** Delete a project and every memory in its scope. */
   deleteProject(projectId: string): Promise<{ status: string; project_id: string }> {
-    return this.transport.send({ method: "DELETE", path: namePath(`${ADMIN}/projects`, projectId), keyed: true });
+    return this.transport.send({ method: "DELETE", path: namePath(`${ADMIN}/projects`, projectId) });
   }
 
   grantAccess(projectId: string, userId: string, access: "read" | "write"): Promise<ProjectInfo> {
@@ -94,20 +94,20 @@ export class MemorydConsole extends Client {
   }
 
   revokeAccess(projectId: string, userId: string): Promise<ProjectInfo> {
-    return this.transport.send({ method: "DELETE", path: this.member(projectId, userId), keyed: true });
+    return this.transport.send({ method: "DELETE", path: this.member(projectId, userId) });
   }
 
   archiveProject(projectId: string): Promise<ProjectInfo> {
-    return this.transport.send({ method: "POST", path: `${namePath(`${ADMIN}/projects`, projectId)}/archive`, keyed: true });
+    return this.transport.send({ method: "POST", path: `${namePath(`${ADMIN}/projects`, projectId)}/archive` });
   }
 
   reactivateProject(projectId: string): Promise<ProjectInfo> {
-    return this.transport.send({ method: "POST", path: `${namePath(`${ADMIN}/projects`, projectId)}/reactivate`, keyed: true });
+    return this.transport.send({ method: "POST", path: `${namePath(`${ADMIN}/projects`, projectId)}/reactivate` });
   }
 
   createWorkstream(request: CreateWorkstreamRequest): Promise<WorkstreamInfo> {
     return this.transport.send({
-      method: "POST", path: `${ADMIN}/workstreams`, keyed: true,
+      method: "POST", path: `${ADMIN}/workstreams`,
       body: { name: request.name, owner: request.owner ?? null, project_id: request.project_id ?? null,
               persona: { memory: request.memory ?? true } },
     });

@@ -56,7 +56,7 @@ export class MemorydServer extends Client {
     };
     if (request.type !== undefined && request.type !== null) body["type"] = request.type;
     if (request.scope_id) body["scope_id"] = request.scope_id;
-    return this.transport.send({ method: "POST", path: MEMORIES, body, keyed: true });
+    return this.transport.send({ method: "POST", path: MEMORIES, body });
   }
 
   searchMemories(options: SearchOptions): Promise<ListMemoriesResponse> {
@@ -76,7 +76,7 @@ export class MemorydServer extends Client {
 
   deleteMemory(name: string, options: ScopeOptions = {}): Promise<StatusResponse> {
     return this.transport.send({
-      method: "DELETE", path: namePath(MEMORIES, name), keyed: true,
+      method: "DELETE", path: namePath(MEMORIES, name),
       query: { scope: options.scope ?? "global", ...given({ scope_id: options.scope_id }) },
     });
   }

@@ -27,7 +27,7 @@ export class Session {
 
   /** One memory tool call; a refusal is `ok: false`, not an exception. */
   memory(call: ToolCall): Promise<ToolResult> {
-    return this.transport.send({ method: "POST", path: `${this.path}/memory`, body: call, keyed: true });
+    return this.transport.send({ method: "POST", path: `${this.path}/memory`, body: call });
   }
 
   /**
@@ -40,7 +40,7 @@ export class Session {
     body["turn_id"] ??= `turn_${crypto.randomUUID().replace(/-/g, "")}`;
     try {
       return await this.transport.send<TurnContext>({
-        method: "POST", path: `${this.path}/turns`, body, read: true, timeoutMs, retries: 0,
+        method: "POST", path: `${this.path}/turns`, body, read: true, key: String(body["turn_id"]), timeoutMs, retries: 0,
       });
     } catch (error) {
       const serverSide = error instanceof MemorydAPIError && error.statusCode >= 500;

@@ -36,13 +36,14 @@ export interface Call {
   body?: unknown;
   /** Sends X-Min-Position (read your writes). */
   read?: boolean;
-  /** A write: sends an Idempotency-Key, so a retry cannot apply it twice. */
-  keyed?: boolean;
+  /** The Idempotency-Key, when the call names it (a turn: its turn_id); other writes get one of their own. */
+  key?: string;
   timeoutMs?: number;
   retries?: number;
 }
 
 const RETRY_STATUSES = new Set([408, 429, 502, 503, 504]);
+const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 const BACKOFF_MS = 500;
 const BACKOFF_CAP_MS = 8000;
 
@@ -79,7 +80,8 @@ export class Transport {
   }
 
   async send<T>(call: Call): Promise<T> {
-    const key = call.keyed ? `sdk-${crypto.randomUUID()}` : undefined;
+    // Every POST, PUT, PATCH and DELETE carries an Idempotency-Key, the same on each of its retries.
+    const key = call.key ?? (WRITES.has(call.method) ? `sdk-${crypto.randomUUID()}` : undefined);
     const retries = call.retries ?? this.options.maxRetries ?? 2;
     for (let attempt = 0; ; attempt += 1) {
       let response: Response;

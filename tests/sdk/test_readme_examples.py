@@ -1,0 +1,59 @@
+"""Every SDK example in the README and in each SDK's own README runs, against a live server."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.sdk.test_scenarios import build_typescript_sdk
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHON_READMES = [ROOT / "README.md", ROOT / "sdk" / "python" / "README.md"]
+TYPESCRIPT_READMES = [ROOT / "README.md", ROOT / "sdk" / "typescript" / "README.md"]
+
+
+def blocks(paths: list[Path], language: str, needle: str) -> list[tuple[str, str]]:
+    return [(f"{path.relative_to(ROOT)}#{number}", block) for path in paths
+            for number, block in enumerate(re.findall(rf"```{language}\n(.*?)```", path.read_text(), re.S))
+            if needle in block]
+
+
+def environment(live_server, name: str) -> dict[str, str]:
+    caller = live_server.caller(name)
+    return {"MEMORYD_URL": live_server.base_url, "MEMORYD_TOKEN": caller["token"],
+            "MEMORYD_ADMIN_TOKEN": live_server.admin_token, "MEMORYD_USER_ID": caller["user_id"]}
+
+
+PYTHON_EXAMPLES = blocks(PYTHON_READMES, "python", "memoryd_sdk")
+TYPESCRIPT_EXAMPLES = blocks(TYPESCRIPT_READMES, "js", "@memoryd/sdk")
+
+
+def test_there_are_examples_in_every_readme():
+    assert {label.split("#")[0] for label, _ in PYTHON_EXAMPLES} == {"README.md", "sdk/python/README.md"}
+    assert {label.split("#")[0] for label, _ in TYPESCRIPT_EXAMPLES} == {"README.md", "sdk/typescript/README.md"}
+
+
+@pytest.mark.parametrize(("label", "example"), PYTHON_EXAMPLES, ids=[label for label, _ in PYTHON_EXAMPLES])
+def test_a_python_example_runs(live_server, monkeypatch, capsys, label, example):
+    for name, value in environment(live_server, f"readme_py_{len(label)}_{label[-1]}").items():
+        monkeypatch.setenv(name, value)
+    exec(compile(example, label, "exec"), {})  # noqa: S102 - our own README
+    assert "deploy_steps" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("label", "example"), TYPESCRIPT_EXAMPLES, ids=[label for label, _ in TYPESCRIPT_EXAMPLES])
+def test_a_typescript_example_runs(live_server, tmp_path, label, example):
+    built = build_typescript_sdk()
+    script = built / "scripts" / f".readme-{label.replace('/', '-').replace('#', '-')}.mjs"  # inside the package:
+    script.write_text(example)  # "@memoryd/sdk" resolves to itself there
+    try:
+        done = subprocess.run(["node", str(script)], cwd=built, capture_output=True, text=True, timeout=120,
+                              env={**os.environ, **environment(live_server, f"readme_ts_{len(label)}_{label[-1]}")})
+    finally:
+        script.unlink()
+    assert done.returncode == 0, f"{label}:\n{done.stdout}\n{done.stderr}"
+    assert "deploy_steps" in done.stdout
