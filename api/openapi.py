@@ -114,6 +114,9 @@ def build_openapi() -> dict[str, Any]:
         "post": _operation("Open an agent session (service token or admin); returns its token", schemas.SessionSchema,
                            body=schemas.CreateSessionRequest, created=True, idempotent=True),
     })
+    spec.path("/v1/api/session", operations={
+        "get": _operation("The session this session token acts as", schemas.SessionSchema),
+    })
     spec.path("/v1/api/sessions/{session_id}/memory", operations={
         "post": _operation("Run one memory tool call with the session's own token", schemas.ToolResultSchema,
                            body=schemas.ToolCallSchema, path=("session_id",), idempotent=True),

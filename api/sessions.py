@@ -65,6 +65,15 @@ def open_session() -> tuple[Response, int]:
     return jsonify(answer(session, token)), 201
 
 
+@blueprint.get("/v1/api/session")
+def current_session() -> tuple[Response, int]:
+    """The session a session token acts as (what an MCP server or a hook holding only the token needs)."""
+    session = _session_from_token()
+    workstream = services().directory.workstream(session.workstream_id)
+    body = _session_body(session) | {"project_id": workstream.project_id if workstream else None}
+    return jsonify(SessionSchema().dump(body)), 200
+
+
 @blueprint.post("/v1/api/sessions/<session_id>/memory")
 @session_authorized
 @idempotent(lambda position: _tool_answer(ToolResult.of_event(services().store.event_at(position))))

@@ -242,7 +242,7 @@ OPERATIONS = {
     ("/v1/api/admin/projects/{project_id}/members/{user_id}", "put"),
     ("/v1/api/admin/projects/{project_id}/members/{user_id}", "delete"),
     ("/v1/api/admin/projects/{project_id}/archive", "post"), ("/v1/api/admin/projects/{project_id}/reactivate", "post"),
-    ("/v1/api/sessions", "post"), ("/v1/api/sessions/{session_id}/memory", "post"),
+    ("/v1/api/sessions", "post"), ("/v1/api/session", "get"), ("/v1/api/sessions/{session_id}/memory", "post"),
     ("/v1/api/sessions/{session_id}/turns", "post"), ("/v1/api/sessions/{session_id}/turns/{turn_id}", "get"),
     ("/v1/api/sessions/{session_id}/signals", "post"), ("/v1/api/admin/sessions/{session_id}/turns", "get"),
     ("/v1/api/admin/workstreams", "post"), ("/v1/api/admin/workstreams/{workstream_id}", "patch"),

@@ -181,3 +181,13 @@ def test_deleting_a_project_deletes_its_memories_through_events(world):
     assert world.admin.get(f"{PROJECTS}/{world.project}").status_code == 404
     assert "cannot access the active attached project" in tool.save("plan")["error"]
     assert world.admin.delete(f"{PROJECTS}/{world.project}").status_code == 404
+
+
+def test_a_session_token_tells_which_session_it_acts_as(world, make_caller):
+    workstream = world.workstream(world.owner, world.project)
+    tool = world.session(workstream, world.owner)
+    answer = tool.client.get("/v1/api/session", headers={"Authorization": f"Bearer {tool.token}"})
+    assert answer.status_code == 200 and answer.json["session_id"] == tool.session_id
+    assert answer.json["project_id"] == world.project and "token" not in answer.json
+    assert tool.client.get("/v1/api/session", headers={"Authorization": "Bearer mds_nope"}).status_code == 401
+    assert make_caller().get("/v1/api/session").status_code == 403  # a user's token is not a session's

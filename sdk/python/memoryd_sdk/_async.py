@@ -36,6 +36,11 @@ class _Client:
         """A handle on a session opened earlier."""
         return AsyncSession(self._transport, session_id, token)
 
+    async def session_of(self, token: str) -> AsyncSession:
+        """A handle on the session a session token acts as (all an MCP server or a hook may hold)."""
+        info = await AsyncSession(self._transport, "", token).describe()
+        return AsyncSession(self._transport, info.session_id, token, info)
+
     async def aclose(self) -> None:
         await self._transport.close()
 
@@ -146,6 +151,10 @@ class AsyncSession:
     def __init__(self, parent: AsyncTransport, session_id: str, token: str, info: models.SessionInfo | None = None):
         self._transport = AsyncTransport(parent.client, False, **parent.options(token))
         self.session_id, self.info = session_id, info
+
+    async def describe(self) -> models.SessionInfo:
+        """The session as memoryd has it (kind, user, workstream, attached project); never its token."""
+        return await self._transport.send(calls.current_session())
 
     async def memory(self, action: str, **arguments: Any) -> models.ToolResult:
         """One memory tool call (save, get, search, delete, list); a refusal is ``ok=False``, not an exception."""

@@ -88,6 +88,10 @@ def open_session(kind: str, workstream_id: str, user_id: str, parent_session_id:
     return Call("POST", "/v1/api/sessions", models.SessionInfo, json=body)
 
 
+def current_session() -> Call[models.SessionInfo]:
+    return Call("GET", "/v1/api/session", models.SessionInfo)
+
+
 def health() -> Call[Any]:
     return Call("GET", "/readyz", None)
 

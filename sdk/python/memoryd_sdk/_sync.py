@@ -35,6 +35,11 @@ class _Client:
         """A handle on a session opened earlier."""
         return Session(self._transport, session_id, token)
 
+    def session_of(self, token: str) -> Session:
+        """A handle on the session a session token acts as (all an MCP server or a hook may hold)."""
+        info = Session(self._transport, "", token).describe()
+        return Session(self._transport, info.session_id, token, info)
+
     def close(self) -> None:
         self._transport.close()
 
@@ -144,6 +149,10 @@ class Session:
     def __init__(self, parent: SyncTransport, session_id: str, token: str, info: models.SessionInfo | None = None):
         self._transport = SyncTransport(parent.client, False, **parent.options(token))
         self.session_id, self.info = session_id, info
+
+    def describe(self) -> models.SessionInfo:
+        """The session as memoryd has it (kind, user, workstream, attached project); never its token."""
+        return self._transport.send(calls.current_session())
 
     def memory(self, action: str, **arguments: Any) -> models.ToolResult:
         """One memory tool call (save, get, search, delete, list); a refusal is ``ok=False``, not an exception."""

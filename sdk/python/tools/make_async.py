@@ -29,6 +29,8 @@ RENAMES = [
     ("class Session:", "class AsyncSession:"),
     ("-> Session:", "-> AsyncSession:"),
     ("return Session(", "return AsyncSession("),
+    ('info = Session(self._transport, "", token).describe()',
+     'info = await AsyncSession(self._transport, "", token).describe()'),
     ("self._transport.send(", "await self._transport.send("),
     ("-> Iterator[", "-> AsyncIterator["),
     ("            yield from found.records", "            for record in found.records:\n                yield record"),

@@ -32,4 +32,10 @@ export abstract class Client {
   session(sessionId: string, token: string): Session {
     return new Session(this.transport.withToken(token), sessionId);
   }
+
+  /** A handle on the session a session token acts as (all an MCP server or a hook may hold). */
+  async sessionOf(token: string): Promise<Session> {
+    const info = await new Session(this.transport.withToken(token), "").describe();
+    return new Session(this.transport.withToken(token), info.session_id, info);
+  }
 }

@@ -25,6 +25,11 @@ export class Session {
     this.info = info;
   }
 
+  /** The session as memoryd has it (kind, user, workstream, attached project); never its token. */
+  describe(): Promise<SessionInfo> {
+    return this.transport.send({ method: "GET", path: "/v1/api/session" });
+  }
+
   /** One memory tool call; a refusal is `ok: false`, not an exception. */
   memory(call: ToolCall): Promise<ToolResult> {
     return this.transport.send({ method: "POST", path: `${this.path}/memory`, body: call });
