@@ -8,6 +8,8 @@ they fail loudly: CI must never pass without them.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -25,7 +27,7 @@ from memoryd import migrate
 from memoryd.app.services import Services
 from memoryd.bootstrap import build_services
 from memoryd.config import Config, MemorySettings, ServerSettings, StorageSettings, WorkerSettings
-from tests.helpers import World
+from tests.helpers import LiveServer, World, free_port, wait_until_serving
 
 POSTGRES_URL = os.environ.get("MEMORYD_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 # Each pytest-xdist worker (gw0, gw1, ...) flushes a Redis database of its own.
@@ -249,3 +251,23 @@ def cast(make_caller: MakeCaller, services: Services) -> Cast:
                 services.directory.create_workstream(alice.user_id, "alice's"),
                 services.directory.create_workstream(bob.user_id, "bob's"),
                 services.directory.create_workstream(None, "nobody's"))
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """A live ``memoryd serve`` per test module (the SDKs, the MCP server and the hook talk to it)."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('live') / 'memoryd.db'}"
+    services = make_services(url)
+    admin = services.directory.create_user("admin")
+    admin_token = services.directory.create_token(admin, ["read", "write", "service"], ["admin.memories"])[1]
+    services.database.dispose()
+    port = free_port()
+    env = {**os.environ, "MEMORYD_DATABASE_URL": url, "MEMORYD_PORT": str(port)}
+    server = subprocess.Popen([sys.executable, "-m", "memoryd", "serve"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert wait_until_serving(f"http://127.0.0.1:{port}/healthz"), "memoryd serve did not come up"
+        yield LiveServer(f"http://127.0.0.1:{port}", admin_token, url)
+    finally:
+        server.terminate()
+        server.wait(10)

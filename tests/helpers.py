@@ -12,6 +12,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from rq import SimpleWorker
@@ -21,6 +22,8 @@ from commands.handlers import Outcome
 from commands.model import SaveMemory
 from events.types import EventMetadata, RecordedEvent
 from memoryd.app.services import Services
+from memoryd.bootstrap import build_services
+from memoryd.config import Config, StorageSettings
 from memoryd.domain import Namespace
 from memoryd.schema import structured_memories
 
@@ -201,3 +204,21 @@ class AgentSession:
 
     def receipt(self, turn_id: str) -> Any:
         return self.client.get(f"/v1/api/sessions/{self.session_id}/turns/{turn_id}", headers=self.headers)
+
+
+@dataclass(frozen=True)
+class LiveServer:
+    base_url: str
+    admin_token: str
+    database_url: str
+
+    def caller(self, name: str) -> dict[str, str]:
+        """A fresh user (and a colleague) with a read/write token: what one SDK run acts as."""
+        services = build_services(Config(storage=StorageSettings(database_url=self.database_url)))
+        try:
+            user = services.directory.create_user(name)
+            token = services.directory.create_token(user, ["read", "write"], [])[1]
+            other = services.directory.create_user(f"{name}_colleague")
+            return {"user_id": user, "token": token, "colleague_id": other}
+        finally:
+            services.database.dispose()

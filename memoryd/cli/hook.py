@@ -1,0 +1,75 @@
+"""``memoryd hook claude-code user-prompt-submit`` (and ``session-start``): automatic recall for hook-driven runtimes.
+
+Reads the hook's JSON from standard input, asks memoryd for this turn's context
+(the turn composer, placement ``tail``, whole memories within 10,000 characters)
+and prints the hook's answer with it as additional context. It fails open: on
+any error, or once ``TIMEOUT`` seconds have passed, it prints nothing and exits
+0, so a memory outage never blocks the user's prompt.
+
+Standard library only: a hook runs before every prompt and must start in tens of
+milliseconds, so ``memoryd hook`` is dispatched before the rest of the CLI (which
+imports the server) and speaks HTTP itself rather than through the SDK.
+
+Settings, from the environment: ``MEMORYD_URL`` (default http://127.0.0.1:8080),
+``MEMORYD_SESSION_TOKEN`` (required) and ``MEMORYD_SESSION_ID`` (optional: saves
+one request); ``MEMORYD_HOOK_DEBUG=1`` reports failures on standard error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import urllib.parse
+import urllib.request
+from typing import Any, TextIO
+
+EVENTS = {("claude-code", "user-prompt-submit"): "UserPromptSubmit", ("claude-code", "session-start"): "SessionStart"}
+MAX_CHARS = 10_000  # the whole additional context
+BLOCK_CHARS = 9_000  # the block within it, leaving room for the reference-data line and the hint
+TIMEOUT = 1.5
+USAGE = "usage: memoryd hook claude-code user-prompt-submit|session-start  (the hook's JSON on standard input)"
+
+
+def main(arguments: list[str], stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> int:
+    event = EVENTS.get(tuple(arguments[:2]))  # type: ignore[arg-type]
+    if event is None or len(arguments) != 2:
+        print(USAGE, file=sys.stderr)
+        return 2
+    deadline = time.monotonic() + TIMEOUT
+    try:
+        context = _context(event, json.load(stdin) if not stdin.isatty() else {}, deadline)
+    except Exception as error:  # fail open: the prompt goes ahead without memories
+        if os.environ.get("MEMORYD_HOOK_DEBUG"):
+            print(f"memoryd hook: {type(error).__name__}: {error}", file=sys.stderr)
+        return 0
+    if context:
+        stdout.write(json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}) + "\n")
+    return 0
+
+
+def _context(event: str, payload: dict[str, Any], deadline: float) -> str:
+    base = os.environ.get("MEMORYD_URL", "http://127.0.0.1:8080").rstrip("/")
+    token = os.environ["MEMORYD_SESSION_TOKEN"]
+    session_id = os.environ.get("MEMORYD_SESSION_ID") or _call(base, token, "GET", "/v1/api/session", None,
+                                                                deadline)["session_id"]
+    body: dict[str, Any] = {"placement": "tail", "max_chars": BLOCK_CHARS}
+    prompt = payload.get("prompt") if event == "UserPromptSubmit" else None
+    if isinstance(prompt, str) and prompt.strip():
+        body["query"] = prompt
+    path = f"/v1/api/sessions/{urllib.parse.quote(session_id, safe='')}/turns"
+    turn = _call(base, token, "POST", path, body, deadline)
+    message = turn.get("tail_message") or {}
+    content = message.get("content", "")
+    return content if isinstance(content, str) and len(content) <= MAX_CHARS else ""
+
+
+def _call(base: str, token: str, method: str, path: str, body: Any, deadline: float) -> Any:
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise TimeoutError("the hook's time is up")
+    request = urllib.request.Request(base + path, method=method, data=json.dumps(body).encode() if body else None,
+                                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=remaining) as response:  # noqa: S310 - the configured memoryd
+        return json.loads(response.read())

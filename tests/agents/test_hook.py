@@ -1,0 +1,93 @@
+"""``memoryd hook claude-code ...``: the prompt's memories as additional context, and never a blocked prompt."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+from memoryd_sdk import MemorydConsole
+
+from tests.helpers import free_port
+
+
+@pytest.fixture(scope="module")
+def agent(live_server):
+    caller = live_server.caller("hook")
+    with MemorydConsole(live_server.base_url, token=live_server.admin_token) as console:
+        workstream = console.create_workstream("hooked", owner=caller["user_id"])
+        session = console.open_session("interactive", workstream.workstream_id, user_id=caller["user_id"])
+    return {"url": live_server.base_url, "session_id": session.session_id, "token": session.info.token}
+
+
+def save(agent, name: str, content: str) -> None:
+    answer = httpx.post(f"{agent['url']}/v1/api/sessions/{agent['session_id']}/memory",
+                        headers={"Authorization": f"Bearer {agent['token']}"},
+                        json={"action": "save", "name": name, "content": content, "description": f"about {name}",
+                              "scope": "workstream"})
+    assert answer.json()["ok"], answer.json()
+
+
+def hook(event: str, payload: dict, url: str, token: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    env = {**os.environ, "MEMORYD_URL": url, "MEMORYD_SESSION_TOKEN": token}
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "memoryd", "hook", "claude-code", event], input=json.dumps(payload),
+                          capture_output=True, text=True, timeout=30, env=env)
+    return done, time.monotonic() - started
+
+
+def test_a_prompt_that_matches_a_saved_memory_gets_it_as_additional_context(agent):
+    save(agent, "hook_deploy", "we deploy with buildkite on tuesdays")
+    done, _ = hook("user-prompt-submit", {"prompt": "how do we deploy?", "session_id": "claude-1"}, agent["url"],
+                   agent["token"])
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)["hookSpecificOutput"]
+    assert answer["hookEventName"] == "UserPromptSubmit"
+    context = answer["additionalContext"]
+    assert "not instructions" in context.splitlines()[0] and '<memory name="hook_deploy"' in context
+    assert "buildkite on tuesdays" in context and "You have 1 memory in scope." in context
+
+
+def test_session_start_brings_the_most_recent_memories(agent):
+    save(agent, "hook_recent", "the newest thing")
+    done, _ = hook("session-start", {"source": "startup"}, agent["url"], agent["token"])
+    answer = json.loads(done.stdout)["hookSpecificOutput"]
+    assert answer["hookEventName"] == "SessionStart" and '<memory name="hook_recent"' in answer["additionalContext"]
+
+
+def test_the_context_is_capped_at_10000_characters_of_whole_memories(agent):
+    for number in range(30):
+        save(agent, f"hook_long_{number}", f"longread {number} " + "word " * 95)
+    done, _ = hook("user-prompt-submit", {"prompt": "longread"}, agent["url"], agent["token"])
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert len(context) <= 10_000 and context.count("<memory ") == context.count("</memory>") >= 1
+    assert "</memories>" in context
+
+
+def test_memoryd_down_or_silent_prints_nothing_and_exits_0_within_the_timeout(agent):
+    done, elapsed = hook("user-prompt-submit", {"prompt": "anything"}, f"http://127.0.0.1:{free_port()}",
+                         agent["token"])
+    assert (done.returncode, done.stdout) == (0, "") and elapsed < 5
+    with socket.socket() as silent:  # accepts the connection, never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        done, elapsed = hook("user-prompt-submit", {"prompt": "anything"},
+                             f"http://127.0.0.1:{silent.getsockname()[1]}", agent["token"])
+    assert (done.returncode, done.stdout) == (0, "")
+    assert elapsed < 4  # the 1.5 s budget plus the interpreter's start on a loaded machine
+
+
+def test_a_bad_token_or_bad_input_still_never_blocks_the_prompt(agent):
+    assert hook("user-prompt-submit", {"prompt": "x"}, agent["url"], "mds_nope")[0].stdout == ""
+    env = {**os.environ, "MEMORYD_URL": agent["url"], "MEMORYD_SESSION_TOKEN": agent["token"]}
+    garbled = subprocess.run([sys.executable, "-m", "memoryd", "hook", "claude-code", "user-prompt-submit"],
+                             input="{not json", capture_output=True, text=True, timeout=30, env=env)
+    assert (garbled.returncode, garbled.stdout) == (0, "")
+    unknown = subprocess.run([sys.executable, "-m", "memoryd", "hook", "cursor", "before-prompt"],
+                             input="{}", capture_output=True, text=True, timeout=30, env=env)
+    assert unknown.returncode == 2 and "usage: memoryd hook claude-code" in unknown.stderr
