@@ -149,9 +149,15 @@ def built_postgres(postgres_url: str) -> Iterator[Callable[..., Services]]:
 
 
 @pytest.fixture
-def services(sqlite_url: str) -> Iterator[Services]:
+def memory_settings() -> MemorySettings:
+    """The ``[memory]`` settings of ``services``: parametrize it to change them."""
+    return MemorySettings()
+
+
+@pytest.fixture
+def services(sqlite_url: str, memory_settings: MemorySettings) -> Iterator[Services]:
     """Services on SQLite (the fast default for API tests)."""
-    built = make_services(sqlite_url)
+    built = make_services(sqlite_url, memory=memory_settings)
     yield built
     built.database.dispose()
 

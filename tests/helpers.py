@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from memoryd_sdk import MemorydConsole
 from rq import SimpleWorker
 from sqlalchemy import Connection, select
 
@@ -222,3 +223,13 @@ class LiveServer:
             return {"user_id": user, "token": token, "colleague_id": other}
         finally:
             services.database.dispose()
+
+    def agent(self, name: str) -> dict[str, str]:
+        """A fresh user's workstream and an open interactive session in it (what an MCP server or a hook acts as)."""
+        caller = self.caller(name)
+        with MemorydConsole(self.base_url, token=self.admin_token) as console:
+            workstream = console.create_workstream(name, owner=caller["user_id"])
+            session = console.open_session("interactive", workstream.workstream_id, user_id=caller["user_id"])
+        assert session.info is not None
+        return {**caller, "url": self.base_url, "workstream_id": workstream.workstream_id,
+                "session_id": session.session_id, "session_token": session.info.token}

@@ -55,18 +55,6 @@ def test_acknowledgements_with_a_follow_up_are_not_completions(message):
 
 
 @pytest.fixture
-def memory_settings() -> MemorySettings:
-    return MemorySettings()
-
-
-@pytest.fixture
-def services(sqlite_url, memory_settings):
-    built = make_services(sqlite_url, memory=memory_settings)
-    yield built
-    built.database.dispose()
-
-
-@pytest.fixture
 def agent(world: World):
     agent = world.session(world.workstream(world.owner), world.owner)
     agent.save("style_guide", "tabs, not spaces", scope="user")  # the owner's: a stranger sees nothing

@@ -14,20 +14,7 @@ import hashlib
 import pytest
 
 from memoryd.config import MemorySettings
-from tests.conftest import make_services
 from tests.helpers import PROJECTS, World
-
-
-@pytest.fixture
-def memory_settings() -> MemorySettings:
-    return MemorySettings()
-
-
-@pytest.fixture
-def services(sqlite_url, memory_settings):
-    built = make_services(sqlite_url, memory=memory_settings)
-    yield built
-    built.database.dispose()
 
 
 @pytest.fixture

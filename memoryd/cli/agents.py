@@ -13,8 +13,8 @@ from typing import Any
 
 import click
 
-from memoryd.cli import hook as hooks
 from memoryd.cli.base import main
+from memoryd.cli.hook import main as answer_hook
 
 MCP_MISSING = "memoryd mcp needs the mcp extra: pip install ./sdk/python 'memoryd[mcp]' (from a clone of memoryd)"
 
@@ -27,7 +27,7 @@ def hook(arguments: tuple[str, ...]) -> None:
     Reads the hook's JSON on standard input and prints the memories for this prompt as additional context;
     on any failure it prints nothing and exits 0. Settings: MEMORYD_URL, MEMORYD_SESSION_TOKEN.
     """
-    raise SystemExit(hooks.main(list(arguments)))
+    raise SystemExit(answer_hook(list(arguments)))
 
 
 @main.command()
@@ -52,7 +52,7 @@ def mcp(url: str, session_token: str, token: str, workstream: str, kind: str, us
     try:
         from memoryd_sdk import AsyncMemorydServer, MemorydError
 
-        from memoryd.cli import mcp_server
+        import memoryd.cli.mcp_server as mcp_server
     except ImportError:
         raise click.ClickException(MCP_MISSING) from None
     logging.basicConfig(stream=sys.stderr, level=os.environ.get("MEMORYD_LOG_LEVEL", "INFO"))  # stdout is MCP's

@@ -1,6 +1,8 @@
 """Every ``memoryd`` command, registered on the one click group."""
 
-from memoryd.cli import agents, directory, operations  # noqa: F401  (each registers its commands on main)
+import memoryd.cli.agents  # noqa: F401  (each module registers its commands on main)
+import memoryd.cli.directory  # noqa: F401
+import memoryd.cli.operations  # noqa: F401
 from memoryd.cli.base import main
 
 __all__ = ["main"]

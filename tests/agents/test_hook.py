@@ -11,23 +11,18 @@ import time
 
 import httpx
 import pytest
-from memoryd_sdk import MemorydConsole
 
 from tests.helpers import free_port
 
 
 @pytest.fixture(scope="module")
 def agent(live_server):
-    caller = live_server.caller("hook")
-    with MemorydConsole(live_server.base_url, token=live_server.admin_token) as console:
-        workstream = console.create_workstream("hooked", owner=caller["user_id"])
-        session = console.open_session("interactive", workstream.workstream_id, user_id=caller["user_id"])
-    return {"url": live_server.base_url, "session_id": session.session_id, "token": session.info.token}
+    return live_server.agent("hooked")
 
 
 def save(agent, name: str, content: str) -> None:
     answer = httpx.post(f"{agent['url']}/v1/api/sessions/{agent['session_id']}/memory",
-                        headers={"Authorization": f"Bearer {agent['token']}"},
+                        headers={"Authorization": f"Bearer {agent['session_token']}"},
                         json={"action": "save", "name": name, "content": content, "description": f"about {name}",
                               "scope": "workstream"})
     assert answer.json()["ok"], answer.json()
@@ -44,7 +39,7 @@ def hook(event: str, payload: dict, url: str, token: str) -> tuple[subprocess.Co
 def test_a_prompt_that_matches_a_saved_memory_gets_it_as_additional_context(agent):
     save(agent, "hook_deploy", "we deploy with buildkite on tuesdays")
     done, _ = hook("user-prompt-submit", {"prompt": "how do we deploy?", "session_id": "claude-1"}, agent["url"],
-                   agent["token"])
+                   agent["session_token"])
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)["hookSpecificOutput"]
     assert answer["hookEventName"] == "UserPromptSubmit"
@@ -55,7 +50,7 @@ def test_a_prompt_that_matches_a_saved_memory_gets_it_as_additional_context(agen
 
 def test_session_start_brings_the_most_recent_memories(agent):
     save(agent, "hook_recent", "the newest thing")
-    done, _ = hook("session-start", {"source": "startup"}, agent["url"], agent["token"])
+    done, _ = hook("session-start", {"source": "startup"}, agent["url"], agent["session_token"])
     answer = json.loads(done.stdout)["hookSpecificOutput"]
     assert answer["hookEventName"] == "SessionStart" and '<memory name="hook_recent"' in answer["additionalContext"]
 
@@ -63,7 +58,7 @@ def test_session_start_brings_the_most_recent_memories(agent):
 def test_the_context_is_capped_at_10000_characters_of_whole_memories(agent):
     for number in range(30):
         save(agent, f"hook_long_{number}", f"longread {number} " + "word " * 95)
-    done, _ = hook("user-prompt-submit", {"prompt": "longread"}, agent["url"], agent["token"])
+    done, _ = hook("user-prompt-submit", {"prompt": "longread"}, agent["url"], agent["session_token"])
     context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     assert len(context) <= 10_000 and context.count("<memory ") == context.count("</memory>") >= 1
     assert "</memories>" in context
@@ -71,20 +66,20 @@ def test_the_context_is_capped_at_10000_characters_of_whole_memories(agent):
 
 def test_memoryd_down_or_silent_prints_nothing_and_exits_0_within_the_timeout(agent):
     done, elapsed = hook("user-prompt-submit", {"prompt": "anything"}, f"http://127.0.0.1:{free_port()}",
-                         agent["token"])
+                         agent["session_token"])
     assert (done.returncode, done.stdout) == (0, "") and elapsed < 5
     with socket.socket() as silent:  # accepts the connection, never answers
         silent.bind(("127.0.0.1", 0))
         silent.listen()
         done, elapsed = hook("user-prompt-submit", {"prompt": "anything"},
-                             f"http://127.0.0.1:{silent.getsockname()[1]}", agent["token"])
+                             f"http://127.0.0.1:{silent.getsockname()[1]}", agent["session_token"])
     assert (done.returncode, done.stdout) == (0, "")
     assert elapsed < 4  # the 1.5 s budget plus the interpreter's start on a loaded machine
 
 
 def test_a_bad_token_or_bad_input_still_never_blocks_the_prompt(agent):
     assert hook("user-prompt-submit", {"prompt": "x"}, agent["url"], "mds_nope")[0].stdout == ""
-    env = {**os.environ, "MEMORYD_URL": agent["url"], "MEMORYD_SESSION_TOKEN": agent["token"]}
+    env = {**os.environ, "MEMORYD_URL": agent["url"], "MEMORYD_SESSION_TOKEN": agent["session_token"]}
     garbled = subprocess.run([sys.executable, "-m", "memoryd", "hook", "claude-code", "user-prompt-submit"],
                              input="{not json", capture_output=True, text=True, timeout=30, env=env)
     assert (garbled.returncode, garbled.stdout) == (0, "")

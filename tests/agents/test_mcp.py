@@ -15,7 +15,6 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from memoryd_sdk import MemorydConsole
 
 from tests.helpers import free_port, until
 
@@ -24,13 +23,7 @@ TOOLS = {"memory_save", "memory_get", "memory_search", "memory_list", "memory_de
 
 @pytest.fixture(scope="module")
 def agent(live_server):
-    """A workstream and an open session on the live server (its token is what the MCP server acts as)."""
-    caller = live_server.caller("mcp")
-    with MemorydConsole(live_server.base_url, token=live_server.admin_token) as console:
-        workstream = console.create_workstream("mcp agent", owner=caller["user_id"])
-        session = console.open_session("interactive", workstream.workstream_id, user_id=caller["user_id"])
-    return {**caller, "session_id": session.session_id, "session_token": session.info.token,
-            "workstream_id": workstream.workstream_id}
+    return live_server.agent("mcp agent")
 
 
 def stdio(live_server, agent, *extra: str, env: dict[str, str] | None = None) -> StdioServerParameters:
