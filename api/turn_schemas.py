@@ -89,7 +89,9 @@ class ReceiptSchema(Schema):
     nudges = fields.List(fields.Nested(NudgeSchema))
     degraded = fields.String(allow_none=True)
     dropped = fields.Nested(DroppedSchema)
-    block = fields.String(metadata={"description": "rebuilt from the log at the recorded versions"})
+    block = fields.String(metadata={"description": "rebuilt from the log at the recorded versions; empty when "
+                                                   "some of them are withheld"})
+    withheld = fields.Integer(metadata={"description": "memories this session can no longer see, left out"})
     hint = fields.String()
     block_sha256 = fields.String()
     block_matches = fields.Boolean(metadata={"description": "the rebuilt block has the recorded sha256"})

@@ -49,7 +49,7 @@ def signal(session_id: str) -> tuple[Response, int]:
 @blueprint.get("/v1/api/sessions/<session_id>/turns/<anything:turn_id>")
 @session_authorized
 def receipt(session_id: str, turn_id: str) -> tuple[Response, int]:
-    found = services().turns.receipt(session_id, turn_id)
+    found = services().turns.receipt(g.session, turn_id)
     if found is None:
         raise NotFound("no turn with this turn_id in this session")
     return jsonify(found), 200

@@ -42,9 +42,13 @@ def find_memory(conn: Connection, name: str, namespace: Namespace) -> dict[str, 
 
 
 def record_access(conn: Connection, memory_ids: list[str], now: str) -> None:
-    """Count a read of each memory (tool get and search) without touching the log."""
+    """Count a read of each memory (tool get and search, turns) without touching the log.
+
+    Rows are written in id order, so two transactions counting the same memories
+    never lock them in opposite orders (no deadlock on PostgreSQL).
+    """
     insert = postgres_insert if conn.dialect.name == "postgresql" else sqlite_insert
-    for memory_id in dict.fromkeys(memory_ids):
+    for memory_id in sorted(set(memory_ids)):
         statement = insert(memory_access).values(memory_id=memory_id, last_accessed=now, access_count=1)
         conn.execute(statement.on_conflict_do_update(
             index_elements=[memory_access.c.memory_id],

@@ -128,3 +128,17 @@ def test_receipts_older_than_the_retention_are_forgotten(world: World, services)
     services.turns.clock = lambda: clock() + 31 * 86_400  # a month on (the default retention is 30 days)
     agent.turn("new one", turn_id="new")
     assert agent.receipt("old").status_code == 404 and agent.receipt("new").status_code == 200
+
+
+def test_a_session_reading_its_receipt_after_losing_access_gets_no_memory_text(world: World):
+    world.grant(world.member, "read")
+    owner = world.session(world.workstream(world.owner, world.project), world.owner)
+    owner.save("launch_codes", "0000 and 1234", scope="project")
+    member = world.session(world.workstream(world.member, world.project), world.member)
+    assert [item["name"] for item in member.turn("launch codes", turn_id="t-1")["items"]] == ["launch_codes"]
+    world.admin.delete(f"/v1/api/admin/projects/{world.project}/members/{world.member}")
+    receipt = member.receipt("t-1").json
+    assert receipt["withheld"] == 1 and receipt["block"] == "" and receipt["items"] == []
+    assert "1234" not in str(receipt) and receipt["block_matches"] is True  # the log still holds what was shown
+    admin_view = world.admin.get(f"/v1/api/admin/sessions/{member.session_id}/turns").json["receipts"][0]
+    assert "0000 and 1234" in admin_view["block"] and admin_view["withheld"] == 0

@@ -318,3 +318,8 @@ def test_a_turn_waits_for_the_position_a_write_answered(agent):
     by_header = agent.post_turn({"query": "deploy"}, **{"X-Min-Position": str(head)})
     assert by_header.status_code == 200 and by_header.json["position"] >= head
     assert agent.post_turn({"query": "deploy"}, **{"X-Min-Position": str(head + 1000)}).status_code == 400
+
+
+def test_a_turn_id_must_be_printable_ascii_as_it_doubles_as_the_idempotency_key(agent):
+    response = agent.post_turn({"query": "x", "turn_id": "tür-1"})
+    assert response.status_code == 400 and "printable ASCII" in response.json["error"]

@@ -2,9 +2,10 @@
 
 Reads the hook's JSON from standard input, asks memoryd for this turn's context
 (the turn composer, placement ``tail``, whole memories within 10,000 characters)
-and prints the hook's answer with it as additional context. It fails open: on
-any error, or once ``TIMEOUT`` seconds have passed, it prints nothing and exits
-0, so a memory outage never blocks the user's prompt.
+and prints the hook's answer with it, and the nudge the prompt earns, as
+additional context. It fails open: on any error, or once ``TIMEOUT`` seconds
+have passed, it prints nothing and exits 0, so a memory outage never blocks the
+user's prompt.
 
 Standard library only: a hook runs before every prompt and must start in tens of
 milliseconds, so ``memoryd hook`` is dispatched before the rest of the CLI (which
@@ -20,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -27,7 +29,7 @@ from typing import Any, TextIO
 
 EVENTS = {("claude-code", "user-prompt-submit"): "UserPromptSubmit", ("claude-code", "session-start"): "SessionStart"}
 MAX_CHARS = 10_000  # the whole additional context
-BLOCK_CHARS = 9_000  # the block within it, leaving room for the reference-data line and the hint
+BLOCK_CHARS = 9_000  # the block within it, leaving room for the reference-data line, the hint and a nudge
 TIMEOUT = 1.5
 USAGE = "usage: memoryd hook claude-code user-prompt-submit|session-start  (the hook's JSON on standard input)"
 
@@ -38,14 +40,23 @@ def main(arguments: list[str], stdin: TextIO = sys.stdin, stdout: TextIO = sys.s
         print(USAGE, file=sys.stderr)
         return 2
     deadline = time.monotonic() + TIMEOUT
-    try:
-        context = _context(event, json.load(stdin) if not stdin.isatty() else {}, deadline)
-    except Exception as error:  # fail open: the prompt goes ahead without memories
-        if os.environ.get("MEMORYD_HOOK_DEBUG"):
-            print(f"memoryd hook: {type(error).__name__}: {error}", file=sys.stderr)
-        return 0
-    if context:
-        stdout.write(json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}) + "\n")
+    answer: list[str] = []
+    failure: list[BaseException] = []
+
+    def ask() -> None:
+        try:
+            answer.append(_context(event, json.load(stdin) if not stdin.isatty() else {}, deadline))
+        except Exception as error:  # fail open: the prompt goes ahead without memories
+            failure.append(error)
+
+    worker = threading.Thread(target=ask, daemon=True)  # a hard deadline: a slow answer is abandoned
+    worker.start()
+    worker.join(TIMEOUT)
+    if failure and os.environ.get("MEMORYD_HOOK_DEBUG"):
+        print(f"memoryd hook: {type(failure[0]).__name__}: {failure[0]}", file=sys.stderr)
+    if answer and answer[0]:
+        stdout.write(json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": answer[0]}})
+                     + "\n")
     return 0
 
 
@@ -55,14 +66,18 @@ def _context(event: str, payload: dict[str, Any], deadline: float) -> str:
     session_id = os.environ.get("MEMORYD_SESSION_ID") or _call(base, token, "GET", "/v1/api/session", None,
                                                                 deadline)["session_id"]
     body: dict[str, Any] = {"placement": "tail", "max_chars": BLOCK_CHARS}
-    prompt = payload.get("prompt") if event == "UserPromptSubmit" else None
-    if isinstance(prompt, str) and prompt.strip():
-        body["query"] = prompt
+    if event == "UserPromptSubmit":  # a turn: recorded, with the nudges this prompt earns
+        prompt = payload.get("prompt")
+        body["query"] = prompt if isinstance(prompt, str) else ""
+    else:  # a session starting: the newest memories, recording nothing (its first prompt is the first turn)
+        body["preview"] = True
     path = f"/v1/api/sessions/{urllib.parse.quote(session_id, safe='')}/turns"
     turn = _call(base, token, "POST", path, body, deadline)
-    message = turn.get("tail_message") or {}
-    content = message.get("content", "")
-    return content if isinstance(content, str) and len(content) <= MAX_CHARS else ""
+    parts = [(turn.get("tail_message") or {}).get("content", "")]
+    if event == "UserPromptSubmit":
+        parts += [nudge["text"] for nudge in turn.get("nudges", []) if nudge.get("deliver") == "after_user"]
+    context = "\n\n".join(part for part in parts if isinstance(part, str) and part)
+    return context if len(context) <= MAX_CHARS else ""
 
 
 def _call(base: str, token: str, method: str, path: str, body: Any, deadline: float) -> Any:

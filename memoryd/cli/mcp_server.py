@@ -10,9 +10,10 @@ Tools, one per verb so clients can allow-list them: ``memory_save``,
 ``memory_get``, ``memory_search``, ``memory_list``, ``memory_delete`` (the
 session tool's parameters and text, with its result as structured content) and
 ``memory_context`` (the turn composer's block and hint for a query or messages,
-placement ``tail``). ``single_tool`` exposes the spec's one ``memory`` tool with
-its five actions instead. A refusal (scope rules, the persona's lever, limits)
-is an MCP tool error carrying the tool's message.
+placement ``tail``, as a preview: a look-up the model makes records no turn).
+``single_tool`` exposes the spec's one ``memory`` tool with its five actions
+instead. A refusal (scope rules, the persona's lever, limits) is an MCP tool
+error carrying the tool's message.
 """
 
 from __future__ import annotations
@@ -143,8 +144,8 @@ def _one_tool(server: MCPServer, resolver: SessionResolver) -> None:
 
 async def _turn_text(resolver: SessionResolver, ctx: Context, query: str | None,
                      messages: list[dict[str, Any]] | None) -> tuple[str, dict[str, Any]]:
-    session = await resolver.for_call(ctx)
-    turn = await session.turn(messages, query=query, placement="tail", timeout=10.0, fail_open=False)
+    session = await resolver.for_call(ctx)  # a look-up the model asked for, like a search: not a turn of its own
+    turn = await session.turn(messages, query=query, placement="tail", preview=True, timeout=10.0, fail_open=False)
     return (turn.tail_message or {}).get("content", ""), turn.model_dump(mode="json")
 
 

@@ -50,6 +50,7 @@ class SearchService:
         self.fault: Fault | None = None  # where the live index stopped, if it did
         self._versions: OrderedDict[int, Memory] = OrderedDict()  # by log position, least recently used first
         self._versions_lock = threading.Lock()
+        self._supersedes = 0  # supersedes seen; a read that raced one is not kept
 
     def search(self, where: MemoryFilter, query: str, limit: int) -> list[Hit]:
         return self.catch_up().search(where, query, limit)
@@ -68,11 +69,14 @@ class SearchService:
             found = {position: self._versions[position] for position in positions if position in self._versions}
             for position in found:
                 self._versions.move_to_end(position)
+            supersedes = self._supersedes
         missing = [position for position in positions if position not in found]
         if missing:
             read = memory_versions(self.store, missing)
             found |= read
             with self._versions_lock:
+                if supersedes != self._supersedes:  # a supersede landed during the read: keep nothing of it
+                    return found
                 self._versions.update(read)
                 while len(self._versions) > VERSIONS_KEPT:
                     self._versions.popitem(last=False)
@@ -160,6 +164,7 @@ class SearchService:
             if recorded.event_type == EventSuperseded.event_type:
                 with self._versions_lock:
                     self._versions.pop(int(recorded.payload["position"]), None)
+                    self._supersedes += 1
             try:
                 index.apply(recorded)
             except Exception as error:

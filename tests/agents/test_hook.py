@@ -86,3 +86,16 @@ def test_a_bad_token_or_bad_input_still_never_blocks_the_prompt(agent):
     unknown = subprocess.run([sys.executable, "-m", "memoryd", "hook", "cursor", "before-prompt"],
                              input="{}", capture_output=True, text=True, timeout=30, env=env)
     assert unknown.returncode == 2 and "usage: memoryd hook claude-code" in unknown.stderr
+
+
+def test_a_prompt_that_earns_a_nudge_carries_it_and_session_start_records_no_turn(live_server):
+    fresh = live_server.agent("nudged")
+    save(fresh, "hook_style", "tabs, not spaces")
+    started, _ = hook("session-start", {}, fresh["url"], fresh["session_token"])
+    assert '<memory name="hook_style"' in json.loads(started.stdout)["hookSpecificOutput"]["additionalContext"]
+    first, _ = hook("user-prompt-submit", {"prompt": "which style?"}, fresh["url"], fresh["session_token"])
+    context = json.loads(first.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert context.endswith("before you start.")  # the start nudge: the session's first turn is this prompt
+    receipts = httpx.get(f"{fresh['url']}/v1/api/admin/sessions/{fresh['session_id']}/turns",
+                         headers={"Authorization": f"Bearer {live_server.admin_token}"}).json()["receipts"]
+    assert [(receipt["turn"], [nudge["type"] for nudge in receipt["nudges"]]) for receipt in receipts] == [(1, ["start"])]

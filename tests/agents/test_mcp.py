@@ -103,6 +103,7 @@ def test_memory_context_is_the_http_turn_for_the_same_session_and_query(live_ser
     context = anyio.run(scenario)
     turn = httpx.post(f"{live_server.base_url}/v1/api/sessions/{agent['session_id']}/turns", headers=headers,
                       json={"query": "how do we deploy", "placement": "tail", "preview": True}).json()
+    assert context["turn"]["turn"] is None and context["turn"]["receipt_id"] is None  # a look-up, not a turn
     assert context["text"] == turn["tail_message"]["content"] and "mcp_deploy" in context["text"]
     assert context["turn"]["block"] == turn["block"] and context["turn"]["block_sha256"] == turn["block_sha256"]
 

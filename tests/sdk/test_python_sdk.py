@@ -264,3 +264,16 @@ def test_the_async_clients_do_the_same_against_a_live_server(live_server):
             assert [record.action for record in records] == ["memory.save", "memory.delete"]
 
     asyncio.run(scenario())
+
+
+def test_a_turn_fails_open_on_any_server_side_status_but_not_on_a_bad_request():
+    answers = iter([httpx.Response(503, json={"error": "the read model has not caught up"}),
+                    httpx.Response(500, json={"error": "Memory storage unavailable"}),
+                    httpx.Response(400, json={"error": "placement must be one of system, tail, none"})])
+    client = httpx.Client(transport=httpx.MockTransport(lambda request: next(answers)))
+    with MemorydServer("http://memoryd", token="t", httpx_client=client) as server:
+        session = server.session("s", "mds_token")
+        assert "has not caught up" in session.turn(query="hi").degraded
+        assert "storage unavailable" in session.turn(query="hi").degraded
+        with pytest.raises(BadRequestError):
+            session.turn(query="hi", placement="top")

@@ -17,8 +17,8 @@ One call per user turn, the spec's relevance injection end to end:
 A recorded turn counts once: it takes the session's next turn number, charges
 the nudges' cooldowns, counts the injected memories' reads and leaves a
 receipt, all in one transaction. A retry of its ``turn_id`` replays it from
-the receipt and changes nothing. HTTP, embedding, and later the SDKs and the
-MCP server all come through here.
+the receipt and changes nothing. HTTP, embedding, the SDKs, the MCP server's
+``memory_context`` and the prompt hook all come through here.
 """
 
 from __future__ import annotations
@@ -173,11 +173,20 @@ class TurnComposer:
             won = [kind for kind in kinds if records.charge(conn, session.session_id, kind, now_ms, self._cooldown_ms)]
         return [nudges.nudge(kind) for kind in won]
 
-    def receipt(self, session_id: str, turn_id: str) -> dict[str, Any] | None:
-        """A recorded turn, with its block rebuilt from the log and checked against the recorded hash."""
+    def receipt(self, session: Session, turn_id: str) -> dict[str, Any] | None:
+        """The session's own record of a turn, its block rebuilt from the log and checked against the recorded
+        hash. Memories the session can no longer see (a revoked member, an archived project) stay out: then
+        the block is withheld and ``withheld`` counts them, as access is resolved at each call."""
         with self.database.read() as conn:
-            stored = records.find(conn, session_id, turn_id)
-        return self._receipt_view(stored) if stored is not None else None
+            stored = records.find(conn, session.session_id, turn_id)
+        if stored is None:
+            return None
+        try:
+            visible = resolve(session, self.directory, self.store).envelope_filter().scopes or ()
+        except WorkstreamGone:
+            visible = ()
+        return self._receipt_view(stored, lambda memory: any(
+            pattern.scope == memory.scope and pattern.scope_id in (None, memory.scope_id) for pattern in visible))
 
     def receipts(self, session_id: str, after_turn: int, limit: int) -> list[dict[str, Any]]:
         with self.database.read() as conn:
@@ -254,7 +263,7 @@ class TurnComposer:
                                nudges=[nudges.nudge(kind) for kind in won])
                 records.record(conn, _receipt(session, request, turn, now))
                 if turn.items:
-                    record_access(conn, sorted(item.memory_id for item in turn.items), now)
+                    record_access(conn, [item.memory_id for item in turn.items], now)
         except _AlreadyRecorded as already:
             return self._replay(already.receipt, request)
         except IntegrityError:  # the same turn_id recorded by a racing request that got in first
@@ -274,45 +283,51 @@ class TurnComposer:
         if stored.request_sha256 != request.fingerprint():
             raise Conflict(f"turn_id {stored.turn_id!r} was already used for another request")
         details = stored.details
-        rebuilt, items = self._rebuilt(details)
+        rebuilt, rendered = self._rebuilt(details)
+        items = [item for item, _ in rendered]
         return Turn(stored.turn_id, stored.turn, stored.position, details["memory_enabled"], details["placement"],
                     request.system, rebuilt, details["hint"], items, details["in_scope"], details["candidates"],
                     [nudges.nudge(kind) for kind in details["nudges"]], stored.receipt_id, details["degraded"],
                     details["dropped"], replayed=True)
 
-    def _rebuilt(self, details: dict[str, Any]) -> tuple[str, list[Item]]:
-        """The block a receipt's items render to, read from the log at the recorded versions."""
+    def _rebuilt(self, details: dict[str, Any]) -> tuple[str, list[tuple[Item, Memory]]]:
+        """The block a receipt's items render to, read from the log at the recorded versions (not the
+        rendering cache: a receipt is checked against the log itself)."""
         positions = [item["position"] for item in details["items"]]
         versions = memory_versions(self.store, positions)
         shown = [(item, versions[item["position"]]) for item in details["items"] if item["position"] in versions]
-        items = [Item(memory.memory_id, memory.name, memory.type, memory.scope, item["score"], item["position"])
-                 for item, memory in shown]
+        items = [(Item(memory.memory_id, memory.name, memory.type, memory.scope, item["score"], item["position"]),
+                  memory) for item, memory in shown]
         text = block.render([memory for _, memory in shown]).text if details["placement"] != "none" else ""
         return text, items
 
-    def _receipt_view(self, stored: records.Receipt) -> dict[str, Any]:
-        rebuilt, items = self._rebuilt(stored.details)
+    def _receipt_view(self, stored: records.Receipt,
+                      sees: Callable[[Memory], bool] = lambda memory: True) -> dict[str, Any]:
+        rebuilt, rendered = self._rebuilt(stored.details)
         details = stored.details
+        items = [item for item, memory in rendered if sees(memory)]
+        withheld = len(rendered) - len(items)
         return {"receipt_id": stored.receipt_id, "session_id": stored.session_id, "turn_id": stored.turn_id,
                 "turn": stored.turn, "created": stored.created, "position": stored.position,
                 "placement": details["placement"], "memory_enabled": details["memory_enabled"],
                 "tool_visible": details["tool_visible"], "in_scope": details["in_scope"],
                 "candidates": details["candidates"], "items": [item.to_dict() for item in items],
                 "nudges": [nudges.nudge(kind).to_dict() for kind in details["nudges"]],
-                "degraded": details["degraded"], "dropped": details["dropped"], "block": rebuilt,
-                "hint": details["hint"], "block_sha256": stored.block_sha256,
+                "degraded": details["degraded"], "dropped": details["dropped"], "block": "" if withheld else rebuilt,
+                "withheld": withheld, "hint": details["hint"], "block_sha256": stored.block_sha256,
                 "block_matches": sha256(rebuilt) == stored.block_sha256, "system_sha256": stored.system_sha256}
 
     def _purge_now_and_then(self) -> None:
-        """Forget receipts past the retention, at most once an hour per process."""
+        """Forget receipts past the retention (and deliveries long out of their cooldown), at most hourly."""
         days = self.settings.receipt_retention_days
         if not days or self.clock() - self._purged_at < PURGE_EVERY_SECONDS or not self._purging.acquire(False):
             return
         try:
-            self._purged_at = self.clock()
-            cutoff = utc_timestamp(dt.datetime.fromtimestamp(self.clock(), dt.UTC) - dt.timedelta(days=days))
+            self._purged_at = now = self.clock()
+            cutoff = utc_timestamp(dt.datetime.fromtimestamp(now, dt.UTC) - dt.timedelta(days=days))
+            delivered_before = int((now - max(days * 86_400, self.settings.nudge_cooldown)) * 1000)
             with self.database.write() as conn:
-                records.purge(conn, cutoff)
+                records.purge(conn, cutoff, delivered_before)
         except SQLAlchemyError:
             log.exception("could not purge expired turn receipts")
         finally:

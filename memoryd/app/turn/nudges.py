@@ -37,7 +37,6 @@ TEXTS = {
     "tool_error": "A tool returned an error. Before retrying, use memory(action='search'): earlier sessions "
                   "may have left guidance about this tool or error.",
 }
-TYPES = tuple(TEXTS)
 
 _STRONG_CORRECTION = re.compile(
     r"^no[,.]|\bdon'?t\b|^stop\b|^actually[,\s]|^instead[,\s]|\bnot like that\b|^wrong\b|\bthat'?s not\b"

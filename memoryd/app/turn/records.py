@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -63,14 +63,10 @@ def page(conn: Connection, session_id: str, after_turn: int, limit: int) -> list
     return [Receipt(**row._mapping) for row in conn.execute(query)]
 
 
-def count(conn: Connection, session_id: str) -> int:
-    query = select(func.count()).select_from(turn_receipts).where(turn_receipts.c.session_id == session_id)
-    return int(conn.execute(query).scalar_one())
-
-
-def purge(conn: Connection, created_before: str) -> int:
-    """Forget receipts older than the retention; answers how many went."""
-    return int(conn.execute(delete(turn_receipts).where(turn_receipts.c.created < created_before)).rowcount)
+def purge(conn: Connection, created_before: str, delivered_before_ms: int) -> None:
+    """Forget receipts older than the retention, and nudge deliveries whose cooldown ended before it."""
+    conn.execute(delete(turn_receipts).where(turn_receipts.c.created < created_before))
+    conn.execute(delete(nudge_deliveries).where(nudge_deliveries.c.delivered_ms < delivered_before_ms))
 
 
 def charge(conn: Connection, session_id: str, nudge_type: str, now_ms: int, cooldown_ms: int) -> bool:

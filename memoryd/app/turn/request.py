@@ -11,7 +11,6 @@ from typing import Any
 
 from memoryd.app.turn.conversation import Message, context_of, messages_from, newest_user_text
 from memoryd.errors import ValidationError
-from memoryd.text import checked_identifier
 
 PLACEMENTS = ("system", "tail", "none")
 MAX_TURN_ID = 255
@@ -49,9 +48,11 @@ class TurnRequest:
         if placement not in PLACEMENTS:
             raise ValidationError(f"placement must be one of {', '.join(PLACEMENTS)}")
         turn_id = _string(body, "turn_id", "")
-        if len(turn_id) > MAX_TURN_ID or (body.get("turn_id") is not None and not turn_id.strip()):
-            raise ValidationError(f"turn_id must be 1 to {MAX_TURN_ID} characters, not blank")
-        checked_identifier(turn_id, "turn_id")
+        given = body.get("turn_id") is not None
+        if given and (not turn_id.strip() or len(turn_id) > MAX_TURN_ID or not turn_id.isascii()
+                      or not turn_id.isprintable()):
+            raise ValidationError(f"turn_id must be 1 to {MAX_TURN_ID} printable ASCII characters, not blank "
+                                  "(it doubles as the Idempotency-Key)")
         messages = body.get("messages")
         return cls(
             messages=tuple(messages_from(messages)) if messages is not None else (),

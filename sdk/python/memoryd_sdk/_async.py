@@ -13,7 +13,7 @@ from memoryd_sdk import _calls as calls
 from memoryd_sdk import models
 from memoryd_sdk._sync import UNSET
 from memoryd_sdk._transport import AsyncTransport, TokenFactory, client_options
-from memoryd_sdk.errors import APIConnectionError, ServerError
+from memoryd_sdk.errors import APIConnectionError, MemorydAPIError
 
 
 class _Client:
@@ -171,8 +171,8 @@ class AsyncSession:
                                                            relevance_k, max_chars, min_score, preview), timeout)
         try:
             return await self._transport.send(call)
-        except (APIConnectionError, ServerError) as error:
-            if not fail_open:
+        except (APIConnectionError, MemorydAPIError) as error:
+            if not fail_open or (isinstance(error, MemorydAPIError) and error.status_code < 500):
                 raise
             return calls.failed_turn(call, error)
 

@@ -183,7 +183,8 @@ def signal(session_id: str, event: str, results: list[dict[str, Any]] | None) ->
     body: dict[str, Any] = {"event": event}
     if results is not None:
         body["results"] = results
-    return Call("POST", f"{name_path('/v1/api/sessions', session_id)}/signals", None, json=body)
+    # not retried: a lost answer's nudges were already delivered (their cooldown taken), so a retry gets none
+    return Call("POST", f"{name_path('/v1/api/sessions', session_id)}/signals", None, json=body, retries=0)
 
 
 def receipt(session_id: str, turn_id: str) -> Call[models.Receipt]:

@@ -10,7 +10,7 @@ import httpx
 from memoryd_sdk import _calls as calls
 from memoryd_sdk import models
 from memoryd_sdk._transport import SyncTransport, TokenFactory, client_options
-from memoryd_sdk.errors import APIConnectionError, ServerError
+from memoryd_sdk.errors import APIConnectionError, MemorydAPIError
 
 UNSET: Any = object()
 
@@ -169,8 +169,8 @@ class Session:
                                                            relevance_k, max_chars, min_score, preview), timeout)
         try:
             return self._transport.send(call)
-        except (APIConnectionError, ServerError) as error:
-            if not fail_open:
+        except (APIConnectionError, MemorydAPIError) as error:
+            if not fail_open or (isinstance(error, MemorydAPIError) and error.status_code < 500):
                 raise
             return calls.failed_turn(call, error)
 

@@ -95,8 +95,6 @@ class Core:
         position = response.headers.get("X-Memory-Position")
         if position is not None and position.isdigit():
             self.positions.saw(int(position))
-        if isinstance(body, dict) and isinstance(body.get("position"), int) and call.model is models.TurnContext:
-            self.positions.saw(body["position"])
         if call.model is None:
             return cast(T, body)
         parsed = cast(models.Model, call.model).model_validate(body)

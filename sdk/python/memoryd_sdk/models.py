@@ -161,6 +161,7 @@ class Receipt(Model):
     nudges: list[Nudge]
     degraded: str | None = None
     block: str
+    withheld: int = 0
     hint: str
     block_sha256: str
     block_matches: bool

@@ -56,7 +56,10 @@ export class Session {
 
   /** `resume`, or `tool_results` with `[{tool, error, denied}]`: the nudges it earns. */
   async signal(request: SignalRequest): Promise<Nudge[]> {
-    const answer = await this.transport.send<{ nudges: Nudge[] }>({ method: "POST", path: `${this.path}/signals`, body: request });
+    // Not retried: a lost answer's nudges were already delivered (their cooldown taken), so a retry gets none.
+    const answer = await this.transport.send<{ nudges: Nudge[] }>({
+      method: "POST", path: `${this.path}/signals`, body: request, retries: 0,
+    });
     return answer.nudges;
   }
 

@@ -135,6 +135,8 @@ export interface Receipt {
   nudges: Nudge[];
   degraded: string | null;
   block: string;
+  /** Memories this session can no longer see, left out (the block is then empty). */
+  withheld: number;
   hint: string;
   block_sha256: string;
   block_matches: boolean;
