@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 from array import array
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -273,12 +273,10 @@ class SearchIndex(Merges):
 
     def _search(self, where: MemoryFilter, words: Counter[str], limit: int) -> list[Hit]:
         """(Lock held) ``search``."""
-        if where.type and where.type not in TYPE_CODES:
-            return []  # a type no memory can have (admins filter on any string)
-        visible = self._visible(where)
+        if (admitted := self._admitted(where)) is None:
+            return []
+        visible, column, counted = admitted
         type_code = TYPE_CODES[where.type] if where.type else None
-        column = ALL_TYPES if type_code is None else type_code
-        counted = range(len(self._documents)) if visible is None else visible.tolist()
         documents = sum(self._documents[number][column] for number in counted)
         known = [(self._vocabulary[word], times) for word, times in words.items() if word in self._vocabulary]
         if not documents or not known or limit <= 0:
@@ -296,12 +294,19 @@ class SearchIndex(Merges):
 
     def _count(self, where: MemoryFilter) -> int:
         """(Lock held) How many live memories ``where`` admits."""
-        if where.type and where.type not in TYPE_CODES:
+        if (admitted := self._admitted(where)) is None:
             return 0
+        _, column, counted = admitted
+        return sum(self._documents[number][column] for number in counted)
+
+    def _admitted(self, where: MemoryFilter) -> tuple[np.ndarray | None, int, Sequence[int]] | None:
+        """(Lock held) ``where``'s visible namespaces (None: all), the counters' column and the namespace numbers
+        to add up; None for a type no memory can have (admins filter on any string)."""
+        if where.type and where.type not in TYPE_CODES:
+            return None
         visible = self._visible(where)
         column = TYPE_CODES[where.type] if where.type else ALL_TYPES
-        counted = range(len(self._documents)) if visible is None else visible.tolist()
-        return sum(self._documents[number][column] for number in counted)
+        return visible, column, range(len(self._documents)) if visible is None else visible.tolist()
 
     def _newest(self, where: MemoryFilter, limit: int) -> list[int]:
         """(Lock held) The slots of the ``limit`` newest memories ``where`` admits: updated, then the later event."""
