@@ -36,12 +36,11 @@ def session_authorized(view: F) -> F:
     @wraps(view)
     def guarded(session_id: str, **path: str) -> Any:
         caller = _session_from_token()
-        session = services().sessions.get(session_id)
-        if session is None:
-            raise NotFound("session not found")
-        if caller.session_id != session.session_id:
+        if caller.session_id != session_id:  # the common case, the token's own session, needs no second read
+            if services().sessions.get(session_id) is None:
+                raise NotFound("session not found")
             raise Forbidden("this token belongs to another session")
-        g.session = session
+        g.session = caller
         return view(session_id, **path)
 
     return cast(F, guarded)

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, bindparam, insert, select
 
 from memoryd.db import Database
 from memoryd.directory import Directory, hash_token
@@ -25,6 +25,9 @@ from memoryd.text import checked_identifier
 
 KINDS = ("interactive", "coordinator")
 TOKEN_PREFIX = "mds_"
+# Built once: every session route runs one of these.
+_BY_ID = select(sessions).where(sessions.c.session_id == bindparam("session_id"))
+_BY_TOKEN = select(sessions).where(sessions.c.token_hash == bindparam("token_hash"))
 
 
 @dataclass(frozen=True)
@@ -83,13 +86,13 @@ class Sessions:
 
     def get(self, session_id: str) -> Session | None:
         with self.database.read() as conn:
-            row = conn.execute(select(sessions).where(sessions.c.session_id == session_id)).first()
+            row = conn.execute(_BY_ID, {"session_id": session_id}).first()
         return _session(row) if row else None
 
     def by_token(self, token: str) -> Session | None:
         digest = hash_token(token)
         with self.database.read() as conn:
-            row = conn.execute(select(sessions).where(sessions.c.token_hash == digest)).first()
+            row = conn.execute(_BY_TOKEN, {"token_hash": digest}).first()
         return _session(row) if row is not None and hmac.compare_digest(row.token_hash, digest) else None
 
 

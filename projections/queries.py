@@ -41,18 +41,25 @@ def find_memory(conn: Connection, name: str, namespace: Namespace) -> dict[str, 
     return dict(row._mapping) if row else None
 
 
+def _count_read(insert_of: Any) -> Any:
+    statement = insert_of(memory_access)
+    return statement.on_conflict_do_update(index_elements=[memory_access.c.memory_id], set_={
+        "last_accessed": statement.excluded.last_accessed, "access_count": memory_access.c.access_count + 1})
+
+
+_COUNT_READ = {"postgresql": _count_read(postgres_insert), "sqlite": _count_read(sqlite_insert)}  # built once
+
+
 def record_access(conn: Connection, memory_ids: list[str], now: str) -> None:
     """Count a read of each memory (tool get and search, turns) without touching the log.
 
     Rows are written in id order, so two transactions counting the same memories
     never lock them in opposite orders (no deadlock on PostgreSQL).
     """
-    insert = postgres_insert if conn.dialect.name == "postgresql" else sqlite_insert
-    for memory_id in sorted(set(memory_ids)):
-        statement = insert(memory_access).values(memory_id=memory_id, last_accessed=now, access_count=1)
-        conn.execute(statement.on_conflict_do_update(
-            index_elements=[memory_access.c.memory_id],
-            set_={"last_accessed": now, "access_count": memory_access.c.access_count + 1}))
+    if memory_ids:
+        conn.execute(_COUNT_READ[conn.dialect.name],
+                     [{"memory_id": memory_id, "last_accessed": now, "access_count": 1}
+                      for memory_id in sorted(set(memory_ids))])
 
 
 def iter_memories(conn: Connection, page: int = 1_000) -> Iterator[dict[str, Any]]:

@@ -32,7 +32,20 @@ class Receipt:
     details: dict[str, Any]  # placement, memory_enabled, tool_visible, in_scope, candidates, items, nudges, ...
 
 
-_TURNS = select(sessions.c.turns).where(sessions.c.session_id == bindparam("session_id"))  # built once
+# Built once: a turn runs these (building a statement costs more than SQLite takes to run it).
+_TURNS = select(sessions.c.turns).where(sessions.c.session_id == bindparam("session_id"))
+_NEXT_TURN = (update(sessions).where(sessions.c.session_id == bindparam("which_session"))
+              .values(turns=sessions.c.turns + 1).returning(sessions.c.turns))
+_RECORD = insert(turn_receipts)
+_FIND = select(turn_receipts).where(turn_receipts.c.session_id == bindparam("session_id"),
+                                    turn_receipts.c.turn_id == bindparam("turn_id"))
+_AGAIN = (update(nudge_deliveries)
+          .where(nudge_deliveries.c.session_id == bindparam("which_session"),
+                 nudge_deliveries.c.nudge_type == bindparam("which_type"),
+                 nudge_deliveries.c.delivered_ms <= bindparam("cutoff"))
+          .values(delivered_ms=bindparam("now")).returning(nudge_deliveries.c.nudge_type))
+_FIRST = {dialect: insert_of(nudge_deliveries).on_conflict_do_nothing().returning(nudge_deliveries.c.nudge_type)
+          for dialect, insert_of in (("postgresql", postgres_insert), ("sqlite", sqlite_insert))}
 
 
 def turns_so_far(conn: Connection, session_id: str) -> int:
@@ -41,18 +54,15 @@ def turns_so_far(conn: Connection, session_id: str) -> int:
 
 def next_turn(conn: Connection, session_id: str) -> int:
     """Count one more turn and answer its number; holds the session's row, so a session's turns queue here."""
-    statement = (update(sessions).where(sessions.c.session_id == session_id)
-                 .values(turns=sessions.c.turns + 1).returning(sessions.c.turns))
-    return int(conn.execute(statement).scalar_one())
+    return int(conn.execute(_NEXT_TURN, {"which_session": session_id}).scalar_one())
 
 
 def record(conn: Connection, receipt: Receipt) -> None:
-    conn.execute(insert(turn_receipts).values(**receipt.__dict__))
+    conn.execute(_RECORD, receipt.__dict__)
 
 
 def find(conn: Connection, session_id: str, turn_id: str) -> Receipt | None:
-    row = conn.execute(select(turn_receipts).where(turn_receipts.c.session_id == session_id,
-                                                   turn_receipts.c.turn_id == turn_id)).first()
+    row = conn.execute(_FIND, {"session_id": session_id, "turn_id": turn_id}).first()
     return Receipt(**row._mapping) if row else None
 
 
@@ -76,16 +86,11 @@ def charge(conn: Connection, session_id: str, nudge_type: str, now_ms: int, cool
     last delivery is at least ``cooldown_ms`` old. Both are single statements on
     the row, so two processes racing for one nudge cannot both win it.
     """
-    dialect_insert = postgres_insert if conn.dialect.name == "postgresql" else sqlite_insert
-    first = dialect_insert(nudge_deliveries).values(session_id=session_id, nudge_type=nudge_type, delivered_ms=now_ms)
-    taken = nudge_deliveries.c.nudge_type  # RETURNING says whether a row was written (rowcount may be -1)
-    if conn.execute(first.on_conflict_do_nothing().returning(taken)).first() is not None:
+    row = {"session_id": session_id, "nudge_type": nudge_type, "delivered_ms": now_ms}
+    if conn.execute(_FIRST[conn.dialect.name], row).first() is not None:  # RETURNING: rowcount may be -1
         return True
-    again = (update(nudge_deliveries)
-             .where(nudge_deliveries.c.session_id == session_id, nudge_deliveries.c.nudge_type == nudge_type,
-                    nudge_deliveries.c.delivered_ms <= now_ms - cooldown_ms)
-             .values(delivered_ms=now_ms).returning(taken))
-    return conn.execute(again).first() is not None
+    again = {"which_session": session_id, "which_type": nudge_type, "cutoff": now_ms - cooldown_ms, "now": now_ms}
+    return conn.execute(_AGAIN, again).first() is not None
 
 
 def deliveries(conn: Connection, session_id: str) -> dict[str, int]:
