@@ -64,9 +64,24 @@ structured_memories = Table(
     Column("last_accessed", String(19), nullable=False),
     Column("access_count", Integer, nullable=False),
     UniqueConstraint("name", "scope", "scope_id", name="uq_structured_memories_identity"),
-    Index("ix_structured_memories_scope", "scope", "scope_id"),
-    Index("ix_structured_memories_type", "type"),
-    Index("ix_structured_memories_recency", "updated", "memory_id"),
+)
+# A list reads one index range per visible namespace in its own order (updated newest first, then id) and
+# stops at the page, with or without a type; a scope without a scope id (global, an admin's scope filter)
+# and no scope at all likewise. No sort, on SQLite or PostgreSQL.
+_NEWEST = (structured_memories.c.updated.desc(), structured_memories.c.memory_id)
+for _name, _columns in {"namespace": ("scope", "scope_id"), "namespace_type": ("scope", "scope_id", "type"),
+                        "scope": ("scope",), "scope_type": ("scope", "type"), "type": ("type",), "all": ()}.items():
+    Index(f"ix_structured_memories_{_name}_newest", *(structured_memories.c[c] for c in _columns), *_NEWEST)
+
+# Live memories per namespace and type, kept by the structured_memories projection in the same transaction
+# as the rows, so a count (the admin list's total) adds a few rows instead of scanning the table.
+memory_counts = Table(
+    "memory_counts",
+    metadata,
+    Column("scope", String(32), primary_key=True),
+    Column("scope_id", Text, primary_key=True),
+    Column("type", String(32), primary_key=True),
+    Column("count", Integer, nullable=False),
 )
 
 projection_checkpoints = Table(

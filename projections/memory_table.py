@@ -1,23 +1,30 @@
-"""The ``structured_memories`` read model, one row per live memory.
+"""The ``structured_memories`` read model, one row per live memory, and ``memory_counts`` beside it.
 
 Each apply is an upsert or a delete keyed by ``memory_id`` carrying the
 event's full memory, so applying the same event twice leaves the same row.
 ``last_accessed`` starts at the write time and ``access_count`` at zero;
-reads may bump them later, and a write keeps the count.
+reads may bump them later, and a write keeps the count. The counts per
+namespace and type move only when a row appears, goes or changes type, so
+they are as idempotent as the rows.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, Executable, delete
+from sqlalchemy import Connection, Executable, bindparam, delete, select
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from events.types import MEMORY_EVENTS, MemoryDeleted, MemoryEvent, RecordedEvent
-from memoryd.schema import structured_memories
+from memoryd.schema import memory_counts, structured_memories
 
 _REWRITTEN_ON_UPDATE = ("name", "description", "type", "scope", "scope_id", "content", "created", "updated", "last_accessed")
+
+
+_TYPE_OF = select(structured_memories.c.type).where(structured_memories.c.memory_id == bindparam("memory_id"))
+_DELETE = (delete(structured_memories).where(structured_memories.c.memory_id == bindparam("gone"))
+           .returning(structured_memories.c.type))
 
 
 class MemoryTableProjection:
@@ -32,11 +39,33 @@ class MemoryTableProjection:
         event = recorded.to_domain()
         if not isinstance(event, MemoryEvent):
             return
+        memory = event.memory
         if isinstance(event, MemoryDeleted):
-            conn.execute(delete(structured_memories).where(structured_memories.c.memory_id == event.memory.memory_id))
+            gone = conn.execute(_DELETE, {"gone": memory.memory_id}).first()
+            if gone is not None:
+                self._count(conn, memory.scope, memory.scope_id, gone.type, -1)
             return
-        row: dict[str, Any] = event.memory.to_dict() | {"last_accessed": event.memory.updated, "access_count": 0}
+        before = conn.execute(_TYPE_OF, {"memory_id": memory.memory_id}).scalar()
+        row: dict[str, Any] = memory.to_dict() | {"last_accessed": memory.updated, "access_count": 0}
         conn.execute(self._upsert(conn.dialect.name), row)
+        if before != memory.type:
+            if before is not None:
+                self._count(conn, memory.scope, memory.scope_id, before, -1)
+            self._count(conn, memory.scope, memory.scope_id, memory.type, +1)
+
+    def _count(self, conn: Connection, scope: str, scope_id: str, memory_type: str, change: int) -> None:
+        conn.execute(self._counter(conn.dialect.name),
+                     {"scope": scope, "scope_id": scope_id, "type": memory_type, "count": change})
+
+    def _counter(self, dialect: str) -> Executable:
+        """One INSERT .. ON CONFLICT DO UPDATE adding to a namespace's count, per dialect, built once."""
+        key = f"counts:{dialect}"
+        if key not in self._upserts:
+            statement = (postgres_insert if dialect == "postgresql" else sqlite_insert)(memory_counts)
+            self._upserts[key] = statement.on_conflict_do_update(
+                index_elements=[memory_counts.c.scope, memory_counts.c.scope_id, memory_counts.c.type],
+                set_={"count": memory_counts.c.count + statement.excluded["count"]})
+        return self._upserts[key]
 
     def _upsert(self, dialect: str) -> Executable:
         """One INSERT .. ON CONFLICT (memory_id) DO UPDATE per dialect, built once."""
@@ -50,3 +79,4 @@ class MemoryTableProjection:
 
     def reset(self, conn: Connection) -> None:
         conn.execute(delete(structured_memories))
+        conn.execute(delete(memory_counts))

@@ -15,7 +15,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from memoryd.db import Database
 from memoryd.domain import Namespace
-from memoryd.schema import events, memory_access, projection_checkpoints
+from memoryd.schema import events, memory_access, memory_counts, projection_checkpoints
 from memoryd.schema import structured_memories as memories
 from projections.filters import MemoryFilter, ScopePattern
 
@@ -31,8 +31,23 @@ def _rows() -> Select[Any]:
 
 
 def list_memories(conn: Connection, where: MemoryFilter, limit: int) -> list[dict[str, Any]]:
-    query = _filtered(_rows(), where).order_by(memories.c.updated.desc(), memories.c.memory_id).limit(limit)
-    return [dict(row._mapping) for row in conn.execute(query)]
+    """The ``limit`` most recently updated memories ``where`` admits (updated, newest first, then id).
+
+    One index range read per scope pattern, each stopping at ``limit`` rows, merged here: a page costs what
+    the page costs, however many memories the caller cannot see (an ``OR`` over the patterns would make the
+    database read and sort every row).
+    """
+    newest = (memories.c.updated.desc(), memories.c.memory_id)
+    typed = _rows().where(memories.c.type == where.type) if where.type else _rows()
+    if where.scopes is None:
+        return [dict(row._mapping) for row in conn.execute(typed.order_by(*newest).limit(limit))]
+    found: dict[str, dict[str, Any]] = {}
+    for pattern in dict.fromkeys(where.scopes):
+        for row in conn.execute(typed.where(_matches(pattern)).order_by(*newest).limit(limit)):
+            found.setdefault(row.memory_id, dict(row._mapping))
+    page = sorted(found.values(), key=lambda row: row["memory_id"])
+    page.sort(key=lambda row: row["updated"], reverse=True)
+    return page[:limit]
 
 
 def find_memory(conn: Connection, name: str, namespace: Namespace) -> dict[str, Any] | None:
@@ -69,7 +84,13 @@ def iter_memories(conn: Connection, page: int = 1_000) -> Iterator[dict[str, Any
 
 
 def count_memories(conn: Connection, where: MemoryFilter) -> int:
-    return int(conn.execute(_filtered(select(func.count()).select_from(memories), where)).scalar_one())
+    """How many memories ``where`` admits, from the counts the projection keeps (no table scan)."""
+    query = select(func.coalesce(func.sum(memory_counts.c.count), 0))
+    if where.type:
+        query = query.where(memory_counts.c.type == where.type)
+    if where.scopes is not None:
+        query = query.where(or_(False, *(_counted(pattern) for pattern in where.scopes)))
+    return int(conn.execute(query).scalar_one())
 
 
 def get_memory(conn: Connection, memory_id: str) -> dict[str, Any] | None:
@@ -128,12 +149,10 @@ class MemoryLocator:
         return sorted(names)
 
 
-def _filtered(query: Select[Any], where: MemoryFilter) -> Select[Any]:
-    if where.type:
-        query = query.where(memories.c.type == where.type)
-    if where.scopes is not None:
-        query = query.where(or_(False, *(_matches(pattern) for pattern in where.scopes)))
-    return query
+def _counted(pattern: ScopePattern) -> Any:
+    if pattern.scope_id is None:
+        return memory_counts.c.scope == pattern.scope
+    return and_(memory_counts.c.scope == pattern.scope, memory_counts.c.scope_id == pattern.scope_id)
 
 
 def _matches(pattern: ScopePattern) -> Any:

@@ -26,7 +26,7 @@ from memoryd.app.services import Services
 from memoryd.bootstrap import build_services
 from memoryd.config import Config, StorageSettings
 from memoryd.domain import Namespace
-from memoryd.schema import structured_memories
+from memoryd.schema import memory_counts, structured_memories
 
 
 def table_rows(services: Services) -> list[dict[str, Any]]:
@@ -54,11 +54,18 @@ def run_queued_jobs(services: Services) -> None:
             signal.signal(sig, handler)
 
 
+def memory_counts_by_namespace(services: Services) -> dict[tuple[str, str, str], int]:
+    """The projection's counts per (scope, scope_id, type), leaving out namespaces whose count went to 0."""
+    with services.database.read() as conn:
+        rows = conn.execute(select(memory_counts))
+        return {(row.scope, row.scope_id, row.type): row.count for row in rows if row.count}
+
+
 def rebuild_equals_live(services: Services) -> bool:
-    """Throw the read model away, replay the log, and compare with what was live."""
-    live = table_rows(services)
+    """Throw the read model away, replay the log, and compare with what was live (rows and counts)."""
+    live = table_rows(services), memory_counts_by_namespace(services)
     services.projector.rebuild(services.memory_table)
-    return table_rows(services) == live
+    return (table_rows(services), memory_counts_by_namespace(services)) == live
 
 
 GLOBAL = Namespace("global", "")
