@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import Connection, Select, and_, func, or_, select
+from sqlalchemy import Connection, Select, and_, bindparam, func, or_, select
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -30,6 +30,21 @@ def _rows() -> Select[Any]:
     ).select_from(memories.outerjoin(memory_access, memory_access.c.memory_id == memories.c.memory_id))
 
 
+def _newest(scoped: bool | None, typed: bool) -> Select[Any]:
+    """A page of the newest rows: of a scope (and scope id), and of a type, as bound parameters; built once."""
+    query = _rows()
+    if scoped is not None:
+        query = query.where(memories.c.scope == bindparam("scope"))
+    if scoped:
+        query = query.where(memories.c.scope_id == bindparam("scope_id"))
+    if typed:
+        query = query.where(memories.c.type == bindparam("type"))
+    return query.order_by(memories.c.updated.desc(), memories.c.memory_id).limit(bindparam("limit"))
+
+
+_NEWEST = {(scoped, typed): _newest(scoped, typed) for scoped in (None, False, True) for typed in (False, True)}
+
+
 def list_memories(conn: Connection, where: MemoryFilter, limit: int) -> list[dict[str, Any]]:
     """The ``limit`` most recently updated memories ``where`` admits (updated, newest first, then id).
 
@@ -37,13 +52,13 @@ def list_memories(conn: Connection, where: MemoryFilter, limit: int) -> list[dic
     the page costs, however many memories the caller cannot see (an ``OR`` over the patterns would make the
     database read and sort every row).
     """
-    newest = (memories.c.updated.desc(), memories.c.memory_id)
-    typed = _rows().where(memories.c.type == where.type) if where.type else _rows()
+    values = {"type": where.type, "limit": limit}
     if where.scopes is None:
-        return [dict(row._mapping) for row in conn.execute(typed.order_by(*newest).limit(limit))]
+        return [dict(row._mapping) for row in conn.execute(_NEWEST[(None, bool(where.type))], values)]
     found: dict[str, dict[str, Any]] = {}
     for pattern in dict.fromkeys(where.scopes):
-        for row in conn.execute(typed.where(_matches(pattern)).order_by(*newest).limit(limit)):
+        read = _NEWEST[(pattern.scope_id is not None, bool(where.type))]
+        for row in conn.execute(read, values | {"scope": pattern.scope, "scope_id": pattern.scope_id}):
             found.setdefault(row.memory_id, dict(row._mapping))
     page = sorted(found.values(), key=lambda row: row["memory_id"])
     page.sort(key=lambda row: row["updated"], reverse=True)
@@ -153,10 +168,3 @@ def _counted(pattern: ScopePattern) -> Any:
     if pattern.scope_id is None:
         return memory_counts.c.scope == pattern.scope
     return and_(memory_counts.c.scope == pattern.scope, memory_counts.c.scope_id == pattern.scope_id)
-
-
-def _matches(pattern: ScopePattern) -> Any:
-    if pattern.scope_id is None:
-        return memories.c.scope == pattern.scope
-    return and_(memories.c.scope == pattern.scope, memories.c.scope_id == pattern.scope_id)
-
