@@ -22,9 +22,9 @@ from memoryd.schema import memory_counts, structured_memories
 _REWRITTEN_ON_UPDATE = ("name", "description", "type", "scope", "scope_id", "content", "created", "updated", "last_accessed")
 
 
-_TYPE_OF = select(structured_memories.c.type).where(structured_memories.c.memory_id == bindparam("memory_id"))
-_DELETE = (delete(structured_memories).where(structured_memories.c.memory_id == bindparam("gone"))
-           .returning(structured_memories.c.type))
+_KEY = (structured_memories.c.scope, structured_memories.c.scope_id, structured_memories.c.type)  # what counts
+_KEY_OF = select(*_KEY).where(structured_memories.c.memory_id == bindparam("memory_id"))
+_DELETE = delete(structured_memories).where(structured_memories.c.memory_id == bindparam("gone")).returning(*_KEY)
 
 
 class MemoryTableProjection:
@@ -40,20 +40,21 @@ class MemoryTableProjection:
         if not isinstance(event, MemoryEvent):
             return
         memory = event.memory
-        if isinstance(event, MemoryDeleted):
-            gone = conn.execute(_DELETE, {"gone": memory.memory_id}).first()
-            if gone is not None:
-                self._count(conn, memory.scope, memory.scope_id, gone.type, -1)
+        if isinstance(event, MemoryDeleted):  # the row's own namespace and type, whatever the event carries
+            if (gone := conn.execute(_DELETE, {"gone": memory.memory_id}).first()) is not None:
+                self._count(conn, tuple(gone), -1)
             return
-        before = conn.execute(_TYPE_OF, {"memory_id": memory.memory_id}).scalar()
+        before = conn.execute(_KEY_OF, {"memory_id": memory.memory_id}).first()
         row: dict[str, Any] = memory.to_dict() | {"last_accessed": memory.updated, "access_count": 0}
         conn.execute(self._upsert(conn.dialect.name), row)
-        if before != memory.type:
+        after = (memory.scope, memory.scope_id, memory.type)
+        if before is None or tuple(before) != after:  # new, or moved to another namespace or type
             if before is not None:
-                self._count(conn, memory.scope, memory.scope_id, before, -1)
-            self._count(conn, memory.scope, memory.scope_id, memory.type, +1)
+                self._count(conn, tuple(before), -1)
+            self._count(conn, after, +1)
 
-    def _count(self, conn: Connection, scope: str, scope_id: str, memory_type: str, change: int) -> None:
+    def _count(self, conn: Connection, key: tuple[Any, ...], change: int) -> None:
+        scope, scope_id, memory_type = key
         conn.execute(self._counter(conn.dialect.name),
                      {"scope": scope, "scope_id": scope_id, "type": memory_type, "count": change})
 

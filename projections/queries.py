@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import Connection, Select, and_, bindparam, func, or_, select
+from sqlalchemy import Connection, Integer, Select, and_, bindparam, func, or_, select
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -39,7 +39,7 @@ def _newest(scoped: bool | None, typed: bool) -> Select[Any]:
         query = query.where(memories.c.scope_id == bindparam("scope_id"))
     if typed:
         query = query.where(memories.c.type == bindparam("type"))
-    return query.order_by(memories.c.updated.desc(), memories.c.memory_id).limit(bindparam("limit"))
+    return query.order_by(memories.c.updated.desc(), memories.c.memory_id).limit(bindparam("limit", type_=Integer))
 
 
 _NEWEST = {(scoped, typed): _newest(scoped, typed) for scoped in (None, False, True) for typed in (False, True)}
