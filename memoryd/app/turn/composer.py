@@ -136,12 +136,7 @@ class TurnComposer:
     def compose(self, session: Session, request: TurnRequest) -> Turn:
         """This turn's block, hint and nudges; recorded unless ``request.preview``."""
         self._check(request)
-        if request.turn_id and not request.preview:
-            with self.database.read() as conn:
-                stored = records.find(conn, session.session_id, request.turn_id)
-            if stored is not None:
-                return self._replay(stored, request)
-        draft, kinds = self._draft(session, request)
+        draft, kinds = self._draft(session, request)  # a retried turn_id is found, and replayed, by _record
         if request.preview:
             if not kinds:
                 return draft
