@@ -6,7 +6,8 @@
 * **the hook**: ``python -m memoryd hook claude-code user-prompt-submit`` run as Claude Code runs it (a new
   process per prompt, the hook's JSON on standard input), beside the floor of any Python hook (an interpreter
   that imports ``json`` and ``urllib.request`` and exits) and beside ``python -m memoryd --help`` (what
-  starting the whole CLI costs, which the hook's early dispatch avoids): wall time p50/p95.
+  starting the whole CLI costs, which the hook's early dispatch avoids): wall time p50/p95; and against
+  a memoryd that accepts the connection and never answers, where it gives up at its 1.5 s deadline.
 
 Both against ``memoryd serve`` on a fresh SQLite file holding ``--memories`` memories in the session's envelope.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -134,6 +136,12 @@ def main() -> None:
                                  payload, {k: v for k, v in hook_env.items() if k != "MEMORYD_SESSION_ID"},
                                  args.hook_runs)
             whole_cli = wall([sys.executable, "-m", "memoryd", "--help"], "", hook_env, args.hook_runs)
+            with socket.socket() as silent:  # accepts connections and never answers: the fail-open deadline
+                silent.bind(("127.0.0.1", 0))
+                silent.listen(64)
+                silent_env = hook_env | {"MEMORYD_URL": f"http://127.0.0.1:{silent.getsockname()[1]}"}
+                abandoned = wall([sys.executable, "-m", "memoryd", "hook", "claude-code", "user-prompt-submit"],
+                                 payload, silent_env, max(5, args.hook_runs // 6))
         finally:
             for process in (mcp, server):
                 process.terminate()
@@ -150,6 +158,7 @@ def main() -> None:
     print(row("memoryd hook claude-code user-prompt-submit", hooked, floor_p95))
     print(row("the same, finding its session from the token", hooked_lookup, floor_p95))
     print(row("python -m memoryd --help (the whole CLI)", whole_cli, floor_p95))
+    print(row("the hook against a memoryd that never answers (1.5 s deadline)", abandoned, floor_p95))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 
 import httpx
 import pytest
@@ -28,17 +27,15 @@ def save(agent, name: str, content: str) -> None:
     assert answer.json()["ok"], answer.json()
 
 
-def hook(event: str, payload: dict, url: str, token: str) -> tuple[subprocess.CompletedProcess[str], float]:
+def hook(event: str, payload: dict, url: str, token: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MEMORYD_URL": url, "MEMORYD_SESSION_TOKEN": token}
-    started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "memoryd", "hook", "claude-code", event], input=json.dumps(payload),
+    return subprocess.run([sys.executable, "-m", "memoryd", "hook", "claude-code", event], input=json.dumps(payload),
                           capture_output=True, text=True, timeout=30, env=env)
-    return done, time.monotonic() - started
 
 
 def test_a_prompt_that_matches_a_saved_memory_gets_it_as_additional_context(agent):
     save(agent, "hook_deploy", "we deploy with buildkite on tuesdays")
-    done, _ = hook("user-prompt-submit", {"prompt": "how do we deploy?", "session_id": "claude-1"}, agent["url"],
+    done = hook("user-prompt-submit", {"prompt": "how do we deploy?", "session_id": "claude-1"}, agent["url"],
                    agent["session_token"])
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)["hookSpecificOutput"]
@@ -50,7 +47,7 @@ def test_a_prompt_that_matches_a_saved_memory_gets_it_as_additional_context(agen
 
 def test_session_start_brings_the_most_recent_memories(agent):
     save(agent, "hook_recent", "the newest thing")
-    done, _ = hook("session-start", {"source": "startup"}, agent["url"], agent["session_token"])
+    done = hook("session-start", {"source": "startup"}, agent["url"], agent["session_token"])
     answer = json.loads(done.stdout)["hookSpecificOutput"]
     assert answer["hookEventName"] == "SessionStart" and '<memory name="hook_recent"' in answer["additionalContext"]
 
@@ -58,27 +55,27 @@ def test_session_start_brings_the_most_recent_memories(agent):
 def test_the_context_is_capped_at_10000_characters_of_whole_memories(agent):
     for number in range(30):
         save(agent, f"hook_long_{number}", f"longread {number} " + "word " * 95)
-    done, _ = hook("user-prompt-submit", {"prompt": "longread"}, agent["url"], agent["session_token"])
+    done = hook("user-prompt-submit", {"prompt": "longread"}, agent["url"], agent["session_token"])
     context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     assert len(context) <= 10_000 and context.count("<memory ") == context.count("</memory>") >= 1
     assert "</memories>" in context
 
 
-def test_memoryd_down_or_silent_prints_nothing_and_exits_0_within_the_timeout(agent):
-    done, elapsed = hook("user-prompt-submit", {"prompt": "anything"}, f"http://127.0.0.1:{free_port()}",
-                         agent["session_token"])
-    assert (done.returncode, done.stdout) == (0, "") and elapsed < 5
+def test_memoryd_down_or_silent_prints_nothing_and_exits_0(agent):
+    """A silent memoryd is abandoned at the hook's deadline (its wall time is measured in bench/agents)."""
+    done = hook("user-prompt-submit", {"prompt": "anything"}, f"http://127.0.0.1:{free_port()}",
+                agent["session_token"])
+    assert (done.returncode, done.stdout) == (0, "")
     with socket.socket() as silent:  # accepts the connection, never answers
         silent.bind(("127.0.0.1", 0))
         silent.listen()
-        done, elapsed = hook("user-prompt-submit", {"prompt": "anything"},
-                             f"http://127.0.0.1:{silent.getsockname()[1]}", agent["session_token"])
+        done = hook("user-prompt-submit", {"prompt": "anything"}, f"http://127.0.0.1:{silent.getsockname()[1]}",
+                    agent["session_token"])
     assert (done.returncode, done.stdout) == (0, "")
-    assert elapsed < 4  # the 1.5 s budget plus the interpreter's start on a loaded machine
 
 
 def test_a_bad_token_or_bad_input_still_never_blocks_the_prompt(agent):
-    assert hook("user-prompt-submit", {"prompt": "x"}, agent["url"], "mds_nope")[0].stdout == ""
+    assert hook("user-prompt-submit", {"prompt": "x"}, agent["url"], "mds_nope").stdout == ""
     env = {**os.environ, "MEMORYD_URL": agent["url"], "MEMORYD_SESSION_TOKEN": agent["session_token"]}
     garbled = subprocess.run([sys.executable, "-m", "memoryd", "hook", "claude-code", "user-prompt-submit"],
                              input="{not json", capture_output=True, text=True, timeout=30, env=env)
@@ -91,9 +88,9 @@ def test_a_bad_token_or_bad_input_still_never_blocks_the_prompt(agent):
 def test_a_prompt_that_earns_a_nudge_carries_it_and_session_start_records_no_turn(live_server):
     fresh = live_server.agent("nudged")
     save(fresh, "hook_style", "tabs, not spaces")
-    started, _ = hook("session-start", {}, fresh["url"], fresh["session_token"])
+    started = hook("session-start", {}, fresh["url"], fresh["session_token"])
     assert '<memory name="hook_style"' in json.loads(started.stdout)["hookSpecificOutput"]["additionalContext"]
-    first, _ = hook("user-prompt-submit", {"prompt": "which style?"}, fresh["url"], fresh["session_token"])
+    first = hook("user-prompt-submit", {"prompt": "which style?"}, fresh["url"], fresh["session_token"])
     context = json.loads(first.stdout)["hookSpecificOutput"]["additionalContext"]
     assert context.endswith("before you start.")  # the start nudge: the session's first turn is this prompt
     receipts = httpx.get(f"{fresh['url']}/v1/api/admin/sessions/{fresh['session_id']}/turns",

@@ -84,16 +84,16 @@ test("reads after a write carry its position unless turned off", async () => {
   }
 });
 
-test("a turn fails open within its timeout and names itself", async () => {
+test("a turn makes one attempt, aborted at its timeout, fails open and names itself", async () => {
   const hang = () => new Promise(() => {});
   const { calls, fetch } = recording(hang);
   const session = new TurnstoneServer({ fetch: (url, init) => {
     calls.push({ url, init });
     return new Promise((_, reject) => init.signal.addEventListener("abort", () => reject(new DOMException("aborted", "AbortError"))));
   } }).session("s1", "mds_x");
-  const started = Date.now();
   const turn = await session.turn({ messages: [{ role: "user", content: "hi" }], system: "You code.", timeoutMs: 200 });
-  assert.ok(Date.now() - started < 400);
+  assert.equal(calls.length, 1); // one attempt, ended by its own timeout (its wall time is in bench/agents)
+  assert.ok(calls[0].init.signal.aborted);
   assert.equal(turn.system_message.content, "You code.");
   assert.match(turn.degraded, /^memoryd unavailable/);
   assert.match(JSON.parse(calls[0].init.body).turn_id, /^turn_/);
