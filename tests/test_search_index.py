@@ -74,6 +74,7 @@ def answer_with(index: SearchIndex, where: MemoryFilter, query: str, limit: int,
 UNPRUNED = {"prune_from": math.inf}  # no query touches that many postings: every posting gets scored
 EAGER = {"prune_from": 0, "scan_cost": 0, "lookup_cost": 0}  # prune whenever the bound allows, by lookups
 PRUNING = {"prune_from": 0}  # prune as the cost model decides, however small the query
+TERM_BY_TERM = {"flat_postings": 0}  # every part gathered term by term, as big segments are, never flat
 
 
 corpora = st.lists(
@@ -287,8 +288,9 @@ def test_a_snapshot_from_another_index_version_is_refused_and_the_log_rebuilds_i
     assert [h.memory_id for h in later.search.search(GLOBAL, "buildkite", 5)] == [saved.memory.memory_id]
 
 
+@pytest.mark.parametrize("gathering", [{}, TERM_BY_TERM], ids=["flat", "term-by-term"])
 @pytest.mark.parametrize("removals", [6, 900], ids=["few-tombstones-score-zero", "many-tombstones-filtered"])
-def test_tombstones_in_a_big_segment_score_exactly_as_a_fresh_index(removals):
+def test_tombstones_in_a_big_segment_score_exactly_as_a_fresh_index(removals, gathering):
     rng = random.Random(removals)
     live = {}
     for number in range(2_000):
@@ -306,6 +308,7 @@ def test_tombstones_in_a_big_segment_score_exactly_as_a_fresh_index(removals):
             live[number] = memory(old.name, "w1 w2 fresh", old.scope, old.scope_id, old.type)
             index.apply(recorded(MemoryUpdated(live[number])))
     assert index.shape().tombstones == removals
+    index.tuning = dataclasses.replace(index.tuning, **gathering)
     for query in ("w1 w2 w3", "w7 w7 w30 fresh", " ".join(WORDS[::3])):
         assert answers(index, query) == answers(index_of(list(live.values())), query)
 
@@ -340,8 +343,10 @@ def test_pruned_search_answers_exactly_as_scoring_every_posting(texts, query, li
     for gone in rng.sample(memories, len(memories) // 10):  # tombstones, and a delta
         index.apply(recorded(MemoryDeleted(gone)))
     expected = answer_with(index, caller, query, limit, **UNPRUNED)
-    assert answer_with(index, caller, query, limit, **PRUNING) == expected
-    assert answer_with(index, caller, query, limit, **EAGER) == expected
+    for tuned in (PRUNING, EAGER):
+        assert answer_with(index, caller, query, limit, **tuned) == expected
+        assert answer_with(index, caller, query, limit, **tuned, **TERM_BY_TERM) == expected
+    assert answer_with(index, caller, query, limit, **UNPRUNED, **TERM_BY_TERM) == expected
 
 
 def test_pruning_runs_across_many_parts_and_changes_no_answer():
@@ -367,4 +372,5 @@ def test_pruning_runs_across_many_parts_and_changes_no_answer():
                 expected = answer_with(index, where, query, limit, **UNPRUNED)
                 assert answer_with(index, where, query, limit, **PRUNING) == expected
                 assert answer_with(index, where, query, limit, **EAGER) == expected
+                assert answer_with(index, where, query, limit, **EAGER, **TERM_BY_TERM) == expected
     assert index.shape().lookups  # the common words were looked up for candidates only, not scored everywhere

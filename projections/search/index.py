@@ -20,6 +20,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -27,10 +28,11 @@ import projections.search.snapshot as snapshot
 from events.types import MEMORY_EVENTS, MemoryDeleted, MemoryEvent, RecordedEvent
 from memoryd.domain import Memory
 from projections.filters import MemoryFilter
+from projections.search.gathered import Flat, Gathered
 from projections.search.merging import Merges
 from projections.search.parts import Delta, Segment, build
 from projections.search.ranking import K1, B, idf, tokenize
-from projections.search.scoring import EMPTY, Gathered, Postings, top_mask
+from projections.search.scoring import top_mask
 from projections.search.state import ALL_TYPES, TYPE_CODES, recency_key
 from projections.search.tuning import Tuning
 
@@ -283,10 +285,14 @@ class SearchIndex(Merges):
             return []
         average_length = sum(self._lengths[number][column] for number in counted) / documents
         term_ids = np.array([term_id for term_id, _ in known], np.int32)  # the segments' dtype: no casts
-        gathered = [self._gather(part, term_ids, visible, type_code) for part in self._parts]
-        frequencies = [sum(len(where) - (len(zero) if zero is not None else 0)
-                           for where, _, _, zero in (part.postings[term] for part in gathered))
-                       for term in range(len(known))]
+        slices = [part.slices(term_ids) if isinstance(part, Segment) else None for part in self._parts]
+        heaviest = self._heaviest_first(known, documents, slices)
+        known, term_ids = [known[term] for term in heaviest], term_ids[heaviest]
+        gathered = [self._scorer.gather(part, (cut[0][heaviest], cut[1][heaviest]), visible, type_code)
+                    if isinstance(part, Segment) and cut is not None else
+                    self._gather_delta(cast(Delta, part), term_ids, visible, type_code)
+                    for part, cut in zip(self._parts, slices)]
+        frequencies = np.add.reduce([part.frequencies() for part in gathered]).tolist()
         weights = [times * idf(documents, df) * (self.k1 + 1) if df else 0.0
                    for (_, times), df in zip(known, frequencies)]
         slots, scores = self._scorer.score(gathered, weights, average_length, limit)
@@ -343,11 +349,23 @@ class SearchIndex(Merges):
             return None
         return np.array(sorted(numbers), np.int32)
 
-    def _gather(self, part: Delta | Segment, term_ids: np.ndarray, visible: np.ndarray | None,
-                type_code: int | None) -> Gathered:
-        if isinstance(part, Delta):
-            return self._gather_delta(part, term_ids, visible, type_code)
-        return self._scorer.gather(part, term_ids, visible, type_code)
+    def _heaviest_first(self, known: list[tuple[int, int]], documents: int,
+                        slices: list[tuple[np.ndarray, np.ndarray] | None]) -> list[int]:
+        """(Lock held) The query's terms in the order of their weights over everything indexed.
+
+        A caller's own weights count only what it sees, yet most often order the terms the
+        same way; gathered in that order, the scorer seldom has to reorder postings to add each
+        document's terms heaviest first.
+        """
+        held = np.zeros(len(known), np.int64)  # postings, tombstones included
+        for part, cut in zip(self._parts, slices):
+            if cut is not None:
+                held += cut[1] - cut[0]
+            else:
+                held += [len(cast(Delta, part).postings.get(term_id, ())) // 2 for term_id, _ in known]
+        frequencies = held.tolist()
+        return sorted(range(len(known)), key=lambda term: known[term][1] * idf(documents, frequencies[term]),
+                      reverse=True)
 
     def _gather_delta(self, delta: Delta, term_ids: np.ndarray, visible: np.ndarray | None,
                       type_code: int | None) -> Gathered:
@@ -359,20 +377,22 @@ class SearchIndex(Merges):
             admitted &= seen[self._namespace[slots]]
         if type_code is not None:
             admitted &= self._type[slots] == type_code
-        lengths, everything = self._length[slots], bool(admitted.all())
-        postings: list[Postings] = []
-        for term_id in term_ids.tolist():
-            pending = delta.postings.get(term_id)
-            if pending is None:
-                postings.append(EMPTY)
-                continue
-            pairs = np.array(pending).reshape(-1, 2)  # a copy: the array may grow after this query
-            documents, tfs = pairs[:, 0], pairs[:, 1]
-            if not everything:
-                keep = admitted[documents]
-                documents, tfs = documents[keep], tfs[keep]
-            postings.append(Postings(documents, documents, tfs, None))
-        return Gathered(postings, lengths, len(slots), lambda positions: slots[positions])
+        pending = [delta.postings.get(term_id) for term_id in term_ids.tolist()]
+        joined = array("i")  # a copy: the delta's arrays may grow after this query
+        for term_postings in pending:
+            if term_postings is not None:
+                joined.extend(term_postings)
+        pairs = np.frombuffer(joined, np.int32).reshape(-1, 2)
+        documents, tfs = pairs[:, 0], pairs[:, 1]
+        found = np.array([len(term_postings) // 2 if term_postings is not None else 0 for term_postings in pending],
+                         np.int64)
+        if not admitted.all():
+            keep = admitted[documents]
+            documents, tfs = documents[keep], tfs[keep]
+            found = np.bincount(np.repeat(np.arange(len(found)), found)[keep], minlength=len(found))
+        bounds = np.concatenate(([0], np.cumsum(found))).astype(np.int64)
+        return Gathered(self._length[slots], len(slots), lambda positions: slots[positions],
+                        flat=Flat(documents, documents, tfs, bounds, None))
 
     def _top(self, slots: np.ndarray, scores: np.ndarray, limit: int) -> list[Hit]:
         if len(scores) > limit:

@@ -82,13 +82,13 @@ class Segment:
             self._sorted_removed = np.sort(np.array(self.removed, np.int32))
         return self._sorted_removed
 
-    def slices(self, term_ids: np.ndarray) -> list[tuple[int, int]]:
-        """For each term id, its postings' [start, end) (empty when absent)."""
+    def slices(self, term_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each term id, its postings' start and end (equal when absent)."""
         found = np.minimum(np.searchsorted(self.terms, term_ids), max(len(self.terms) - 1, 0))
         present = (self.terms[found] == term_ids) if len(self.terms) else np.zeros(len(term_ids), bool)
         starts = np.where(present, self.offsets[found], 0)
         ends = np.where(present, self.offsets[found + 1], 0)
-        return list(zip(starts.tolist(), ends.tolist()))
+        return starts, ends
 
     def runs(self, visible: np.ndarray, cached: int) -> tuple[np.ndarray, np.ndarray] | None:
         """The visible namespaces' document ranges, adjacent ones joined; None when that is everything.

@@ -11,14 +11,15 @@ there (MaxScore). The answer stays exact, ties included.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import NamedTuple, cast
+from typing import cast
 
 import numpy as np
 
+from projections.search.gathered import EMPTY, NOTHING, Flat, Gathered, Postings, ranges
 from projections.search.parts import Segment
 from projections.search.tuning import Tuning
+
+Runs = tuple[np.ndarray, np.ndarray, np.ndarray]  # the visible document ranges' firsts, ends, and shifts to positions
 
 _BOUND_SLACK = 1 + 1e-9  # widens the sum of weights still to come, far beyond float rounding
 
@@ -46,39 +47,6 @@ def cut_for(scores: np.ndarray, limit: int, block: int = 512) -> float:
     return float(np.partition(maxima, blocks - limit)[blocks - limit])
 
 
-def ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """The concatenated ``arange(start, end)`` of each pair, vectorized."""
-    lengths = ends - starts
-    shift = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
-    return cast(np.ndarray, np.arange(int(lengths.sum())) + shift)
-
-
-class Postings(NamedTuple):
-    """One query term's visible postings in one part."""
-
-    positions: np.ndarray  # ascending, in the part's own position space
-    documents: np.ndarray  # the part's document numbers
-    tfs: np.ndarray
-    zero: np.ndarray | None  # which of them are tombstones to score zero, or None
-
-
-@dataclass
-class Gathered:
-    """One part's visible postings of each query term, numbered in a space of its own.
-
-    Lengths are looked up only for the postings that get scored.
-    """
-
-    postings: list[Postings]
-    lengths: np.ndarray  # by the part's document number
-    space: int  # positions are < space
-    slots_of: Callable[[np.ndarray], np.ndarray]
-
-
-EMPTY = Postings(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.uint16), None)
-NOTHING = np.empty(0, np.int32)
-
-
 class Scorer:
     """Scores gathered postings with Okapi BM25 (``k1``, ``b``), pruning as ``tuning`` says."""
 
@@ -86,24 +54,76 @@ class Scorer:
         self.k1, self.b, self.tuning = k1, b, tuning
         self.lookups = 0  # terms looked up for candidates only (pruned), since the start
 
-    def gather(self, part: Segment, term_ids: np.ndarray, visible: np.ndarray | None,
+    def gather(self, part: Segment, slices: tuple[np.ndarray, np.ndarray], visible: np.ndarray | None,
                type_code: int | None) -> Gathered:
-        """A segment's postings of each query term that ``visible`` and ``type_code`` admit."""
+        """A segment's postings of each query term (``slices``: where each term's start and end) that
+        ``visible`` and ``type_code`` admit.
+
+        Few postings are gathered flat, masked with a handful of numpy calls; many are cut
+        term by term with binary searches, as views where the segment's order allows.
+        """
         runs = part.runs(visible, self.tuning.runs_cached) if visible is not None else None
         if runs is not None and not len(runs[0]):
-            return Gathered([EMPTY] * len(term_ids), NOTHING, 0, lambda positions: positions)
-        filtered = type_code is not None  # else tombstones, if any, score zero (or are filtered when many)
-        removed = part.removed_documents() if part.dead and not filtered else None
+            return Gathered.nothing(len(slices[0]))
+        cut, space, slots_of = None, part.documents, lambda positions: part.slots[positions]
         if runs is not None:
             firsts, lasts = runs
             run_offsets = np.cumsum(lasts - firsts) - (lasts - firsts)  # where each run starts among the visible
             shifts = firsts - run_offsets
+            cut, space = (firsts, lasts, shifts), int((lasts - firsts).sum())
+
+            def slots_of(positions: np.ndarray) -> np.ndarray:
+                run = np.searchsorted(run_offsets, positions, side="right") - 1
+                return cast(np.ndarray, part.slots[positions + shifts[run]])
+
+        starts, ends = slices
+        if int((ends - starts).sum()) <= self.tuning.flat_postings * len(starts):
+            return Gathered(part.lengths, space, slots_of, flat=self._gather_flat(part, starts, ends, cut, type_code))
+        return Gathered(part.lengths, space, slots_of,
+                        terms=self._gather_terms(part, starts.tolist(), ends.tolist(), cut, type_code))
+
+    @staticmethod
+    def _gather_flat(part: Segment, starts: np.ndarray, ends: np.ndarray,
+                     runs: Runs | None, type_code: int | None) -> Flat:
+        """Every posting of the terms at once, then one mask: the visible runs, live, of the type."""
+        chosen = ranges(starts, ends)
+        docs, tfs = part.docs[chosen], part.tfs[chosen]
+        positions, keep = docs, None
+        if runs is not None:
+            firsts, lasts, shifts = runs
+            if len(firsts) == 1:
+                keep = (docs >= firsts[0]) & (docs < lasts[0])
+                positions = docs - firsts[0]
+            else:
+                run = np.minimum(np.searchsorted(lasts, docs, side="right"), len(lasts) - 1)  # the first run ending later
+                keep = (docs >= firsts[run]) & (docs < lasts[run])
+                positions = docs - shifts[run]
+        if part.dead or type_code is not None:  # a copy is made anyway: tombstones are dropped, not zeroed
+            admitted = part.alive[docs] if part.dead else np.ones(len(docs), bool)
+            if type_code is not None:
+                admitted &= part.types[docs] == type_code
+            keep = admitted if keep is None else keep & admitted
+        found = ends - starts
+        if keep is not None:
+            found = np.bincount(np.repeat(np.arange(len(found)), found)[keep], minlength=len(found))
+            positions, docs, tfs = positions[keep], docs[keep], tfs[keep]
+        bounds = np.concatenate(([0], np.cumsum(found))).astype(np.int64)
+        return Flat(positions, docs, tfs, bounds, None)
+
+    @staticmethod
+    def _gather_terms(part: Segment, starts: list[int], ends: list[int],
+                      runs: Runs | None, type_code: int | None) -> list[Postings]:
+        """Each term's postings cut to the visible runs by binary search: views when one run holds them."""
+        filtered = type_code is not None  # else tombstones, if any, score zero (or are filtered when many)
+        removed = part.removed_documents() if part.dead and not filtered else None
+        if runs is not None:
+            firsts, lasts, shifts = runs
             bounds, single = np.concatenate((firsts, lasts)), len(firsts) == 1
             if single and removed is not None:  # only the tombstones in the visible range matter
                 begin, finish = removed.searchsorted(bounds).tolist()
                 removed = removed[begin:finish] if finish > begin else None
         postings: list[Postings] = []
-        for start, end in part.slices(term_ids):
+        for start, end in zip(starts, ends):
             if start == end:
                 postings.append(EMPTY)
                 continue
@@ -116,10 +136,10 @@ class Scorer:
                     docs, tfs = docs[begin:finish], tfs[begin:finish]
                     positions = docs - firsts[0]
                 else:
-                    begins, ends = found[:len(firsts)], found[len(firsts):]
-                    chosen = ranges(begins, ends)
+                    begins, finishes = found[:len(firsts)], found[len(firsts):]
+                    chosen = ranges(begins, finishes)
                     docs, tfs = docs[chosen], tfs[chosen]
-                    positions = docs - np.repeat(shifts, ends - begins)
+                    positions = docs - np.repeat(shifts, finishes - begins)
             zero = None
             if removed is not None and len(removed) * 16 <= len(docs):  # few tombstones: find them
                 found = docs.searchsorted(removed)
@@ -133,14 +153,7 @@ class Scorer:
                 docs, tfs = docs[keep], tfs[keep]
                 positions = docs if runs is None else positions[keep]
             postings.append(Postings(positions, docs, tfs, zero))
-        if runs is None:
-            return Gathered(postings, part.lengths, part.documents, lambda positions: part.slots[positions])
-
-        def slots_of(positions: np.ndarray) -> np.ndarray:
-            run = np.searchsorted(run_offsets, positions, side="right") - 1
-            return cast(np.ndarray, part.slots[positions + shifts[run]])
-
-        return Gathered(postings, part.lengths, int((lasts - firsts).sum()), slots_of)
+        return postings
 
     def score(self, parts: list[Gathered], weights: list[float], average_length: float,
                limit: int) -> tuple[np.ndarray, np.ndarray]:
@@ -157,17 +170,16 @@ class Scorer:
         result is exact, ties included.
         """
         bases = np.cumsum([0] + [part.space for part in parts]).tolist()
-        postings = [sum(len(part.postings[term][0]) for part in parts) for term in range(len(weights))]
+        postings = np.add.reduce([part.counts() for part in parts]).tolist()
         touched = sum(postings)
-        if touched * 8 <= bases[-1]:  # few postings for the space: accumulate sparsely
-            return self._score_sparse(parts, bases, weights, average_length, limit)
-        totals = np.zeros(bases[-1])
         order = sorted((term for term, weight in enumerate(weights) if weight), key=weights.__getitem__, reverse=True)
-        if touched < self.tuning.prune_from:  # too little to save for the bookkeeping to pay
-            for term in order:
-                np.add.at(totals, *self._term_scores(parts, bases, term, weights[term], average_length))
-            best = np.flatnonzero(top_mask(totals, limit))
-            return self._slots_of(parts, bases, best), totals[best]
+        sparse = touched * 8 <= bases[-1]  # few postings for the space: accumulate sparsely
+        # pruning's bookkeeping costs per term and part: below that many postings it cannot pay
+        if sparse or touched < self.tuning.prune_from * len(weights) * len(parts):
+            where, sums = self._flat_totals(parts, bases, order, weights, average_length, sparse)
+            keep = top_mask(sums, limit)
+            return self._slots_of(parts, bases, where[keep]), sums[keep]
+        totals = np.zeros(bases[-1])
         threshold = 0.0  # at or below the limit-th best final score
         candidates = None  # once known: the only documents that can still make the top, ascending
         to_come = [postings[term] for term in order]
@@ -194,36 +206,64 @@ class Scorer:
             candidates[top_mask(totals[candidates], limit)]
         return self._slots_of(parts, bases, best), totals[best]
 
-    def _score_sparse(self, parts: list[Gathered], bases: list[int], weights: list[float],
-                      average_length: float, limit: int) -> tuple[np.ndarray, np.ndarray]:
-        scored = [self._term_scores(parts, bases, term, weight, average_length)
-                  for term, weight in enumerate(weights) if weight]
-        scored = [(where, contributions) for where, contributions in scored if len(where)]
-        if not scored:
-            return np.empty(0, np.int64), np.empty(0)
-        unique, inverse = np.unique(np.concatenate([where for where, _ in scored]), return_inverse=True)
-        sums = np.bincount(inverse, weights=np.concatenate([contributions for _, contributions in scored]))
-        keep = top_mask(sums, limit)
-        return self._slots_of(parts, bases, unique[keep]), sums[keep]
+    def _flat_totals(self, parts: list[Gathered], bases: list[int], order: list[int], weights: list[float],
+                     average_length: float, sparse: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Every visible posting of the ``order``-ed terms scored and summed per document, part by part: the
+        documents (in the query's space) and their scores; with ``sparse``, only the documents that scored.
+
+        Within a part the terms come heaviest first, so each document's score is summed in the
+        order the pruned path sums it: both give the same floats, ties included. The index
+        gathers the terms in the order their weights most often have, so seldom are the
+        postings reordered here. Parts are summed apart (a document lives in one): no array
+        grows with the query's postings beyond one part's.
+        """
+        heaviest = np.array(order, np.int64)
+        reorder = order != list(range(len(weights)))
+        weight_of = np.array(weights)[heaviest]
+        found: list[np.ndarray] = []
+        sums: list[np.ndarray] = []
+        for part, base in zip(parts, bases):
+            positions, documents, tfs, bounds, _ = part.flat()  # a tombstone's tf is 0 here: it adds 0
+            if not len(positions):
+                if not sparse:
+                    sums.append(np.zeros(part.space))
+                continue
+            if reorder:
+                pick = ranges(bounds[heaviest], bounds[heaviest + 1])
+                positions, documents, tfs = positions[pick], documents[pick], tfs[pick]
+            scored = self._bm25(tfs, part.lengths[documents], np.repeat(weight_of, bounds[heaviest + 1] - bounds[heaviest]),
+                                average_length)
+            if sparse:
+                positions, inverse = np.unique(positions, return_inverse=True)
+                found.append(positions + base)
+                sums.append(np.bincount(inverse, weights=scored))
+            else:
+                sums.append(np.bincount(positions, weights=scored, minlength=part.space))
+        if not sparse:
+            return np.arange(bases[-1]), np.concatenate(sums) if sums else np.empty(0)
+        if not found:
+            return NOTHING, np.empty(0)
+        return np.concatenate(found), np.concatenate(sums)
 
     def _term_scores(self, parts: list[Gathered], bases: list[int], term: int, weight: float,
                      average_length: float) -> tuple[np.ndarray, np.ndarray]:
         """Every visible posting of ``term``: positions in the query's space and what each adds."""
-        pieces = [(part, base) for part, base in zip(parts, bases) if len(part.postings[term][0])]
+        pieces = [(part, base) for part, base in zip(parts, bases) if len(part.term(term).positions)]
         if not pieces:
             return NOTHING, np.empty(0)
         if len(pieces) == 1:  # one part (an admin over one segment): no copies
             part, base = pieces[0]
-            where, docs, tfs, _ = part.postings[term]
+            where, docs, tfs, _ = part.term(term)
             where, lengths = (where + base if base else where), part.lengths[docs]
         else:
-            where = np.concatenate([part.postings[term][0] + base for part, base in pieces])
-            lengths = np.concatenate([part.lengths[part.postings[term][1]] for part, _ in pieces])
-            tfs = np.concatenate([part.postings[term][2] for part, _ in pieces])
+            chosen = [(part.term(term), part.lengths, base) for part, base in pieces]
+            where = np.concatenate([postings.positions + base for postings, _, base in chosen])
+            lengths = np.concatenate([lengths[postings.documents] for postings, lengths, _ in chosen])
+            tfs = np.concatenate([postings.tfs for postings, _, _ in chosen])
         contributions = self._bm25(tfs, lengths, weight, average_length)
         skipped = 0
         for part, _ in pieces:
-            found, _, _, zero = part.postings[term]
+            found, _, _, zero = part.term(term)
             if zero is not None:
                 contributions[zero + skipped] = 0.0  # tombstones: no score (and not counted in df)
             skipped += len(found)
@@ -236,7 +276,7 @@ class Scorer:
         cuts = np.searchsorted(candidates, bases).tolist()
         found, tfs, lengths = [], [], []
         for number, part in enumerate(parts):
-            positions, docs, frequencies, _ = part.postings[term]
+            positions, docs, frequencies, _ = part.term(term)
             mine = candidates[cuts[number]:cuts[number + 1]]
             if not len(positions) or not len(mine):
                 continue
@@ -251,7 +291,8 @@ class Scorer:
             return NOTHING, np.empty(0)
         return np.concatenate(found), self._bm25(np.concatenate(tfs), np.concatenate(lengths), weight, average_length)
 
-    def _bm25(self, tfs: np.ndarray, lengths: np.ndarray, weight: float, average_length: float) -> np.ndarray:
+    def _bm25(self, tfs: np.ndarray, lengths: np.ndarray, weight: float | np.ndarray,
+              average_length: float) -> np.ndarray:
         """``weight * tf / (tf + k1 * (1 - b + b * length / average))``, in place where it can."""
         tf = tfs.astype(np.float64)
         norm = lengths * (self.k1 * self.b / average_length)

@@ -15,8 +15,9 @@ class Tuning:
     bulk_freeze_postings: int = 4_000_000  # inside bulk(): bigger deltas, frozen on the spot
     fanout: int = 4  # merge this many segments of one size tier into one
     tier_base: int = 512  # documents in a tier-0 segment (a frozen delta holds about this many)
+    flat_postings: int = 1_024  # a segment holding fewer postings per query term than this is gathered flat
     runs_cached: int = 256  # visible sets whose document ranges a segment remembers
-    prune_from: float = 20_000  # postings a query touches: below this, scoring them all is as cheap as pruning
+    prune_from: float = 1_000  # postings touched per query term and part: below, scoring them all flat costs less than pruning
     lookup_cost: float = 8  # binary-searching a term's postings for one candidate costs about 8 postings' scoring
     scan_cost: float = 1 / 8  # picking the candidates costs about an eighth of a posting's scoring per document
     pack_limit: int = 1 << 47  # below this, (term * documents + document) leaves 16 bits for the term frequency
