@@ -15,6 +15,7 @@ Contract:
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -190,14 +191,8 @@ def _row(stream_id: str, version: int, event: DomainEvent, metadata: EventMetada
 
 
 def _recorded(row: Row[Any]) -> RecordedEvent:
-    columns = events.c
-    return RecordedEvent(
-        position=row._mapping[columns.position],
-        stream_id=row._mapping[columns.stream_id],
-        stream_version=row._mapping[columns.stream_version],
-        event_type=row._mapping[columns.event_type],
-        schema_version=row._mapping[columns.schema_version],
-        payload=row._mapping[columns.payload],
-        metadata=row._mapping[columns.meta],
-        recorded_at=row._mapping[columns.recorded_at],
-    )
+    return RecordedEvent(*row)  # type: ignore[call-arg]  # every read selects the whole table: the fields' order
+
+
+_FIELDS = [field.name for field in dataclasses.fields(RecordedEvent)]
+assert [column.name for column in events.columns] == _FIELDS, "events' columns must follow RecordedEvent's fields"
