@@ -8,6 +8,7 @@ be upgraded. PostgreSQL is reached through psycopg 3.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +27,7 @@ class Database:
         self.url = make_url(url)
         self.engine = _create_engine(url)
         self._writer = self.engine.execution_options(sqlite_begin="IMMEDIATE")
+        self._snapshot = threading.local()
 
     @property
     def dialect(self) -> str:
@@ -33,12 +35,37 @@ class Database:
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
+        """A read transaction of its own, or the thread's open ``snapshot``."""
+        if (held := getattr(self._snapshot, "conn", None)) is not None:
+            yield held
+            return
         with self.engine.connect() as conn, conn.begin():
             yield conn
 
     @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """One read transaction that every ``read`` on this thread joins until it closes; no writes inside.
+
+        The reads of one call (a turn reads its session's workstream, the log's tail and
+        the versions it renders) pay for one connection and one transaction instead of one
+        each, and on SQLite see one state of the database (PostgreSQL's READ COMMITTED gives
+        each statement its own, as in any read).
+        """
+        if getattr(self._snapshot, "conn", None) is not None:
+            yield
+            return
+        with self.engine.connect() as conn, conn.begin():
+            self._snapshot.conn = conn
+            try:
+                yield
+            finally:
+                self._snapshot.conn = None
+
+    @contextmanager
     def write(self) -> Iterator[Connection]:
         """A transaction that commits on success and rolls back on any error."""
+        if getattr(self._snapshot, "conn", None) is not None:
+            raise RuntimeError("a write inside a snapshot: the snapshot's later reads would not see it")
         with self._writer.begin() as conn:
             yield conn
 

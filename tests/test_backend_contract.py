@@ -8,8 +8,10 @@ columns. The same assertions hold on both.
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from typing import Any
 
+import pytest
 from sqlalchemy import select, update
 
 from events.idempotency import IdempotencyClaim
@@ -134,3 +136,30 @@ def test_the_directory_issues_tokens_and_keeps_workstreams(any_services: Service
     assert (changed.owner_user_id, changed.project_id, changed.persona_memory) == (user, "p-1", False)
     assert directory.workstream(workstream) == changed
     assert directory.has_tokens()
+
+
+def test_reads_inside_a_snapshot_share_one_transaction_and_writes_are_refused(any_services: Services) -> None:
+    database, store = any_services.database, any_services.store
+    saved(any_services, "first")
+    with database.snapshot():
+        with database.read() as first, database.read() as second:
+            assert first is second
+        before = store.head_position()
+        with pytest.raises(RuntimeError, match="inside a snapshot"):
+            saved(any_services, "second")
+        assert store.head_position() == before  # nothing was appended
+    saved(any_services, "second")
+    assert store.head_position() > before
+
+
+def test_a_snapshot_sees_one_state_on_sqlite_and_each_statement_its_own_on_postgresql(any_services: Services) -> None:
+    database, store = any_services.database, any_services.store
+    saved(any_services, "first")
+    with database.snapshot():
+        before = store.head_position()
+        writer = threading.Thread(target=saved, args=(any_services, "second"))  # another thread: its own transaction
+        writer.start()
+        writer.join()
+        inside = store.head_position()
+    assert store.head_position() > before
+    assert inside == (before if database.dialect == "sqlite" else store.head_position())

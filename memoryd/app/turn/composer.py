@@ -136,14 +136,15 @@ class TurnComposer:
     def compose(self, session: Session, request: TurnRequest) -> Turn:
         """This turn's block, hint and nudges; recorded unless ``request.preview``."""
         self._check(request)
-        draft, kinds = self._draft(session, request)  # a retried turn_id is found, and replayed, by _record
-        if request.preview:
-            if not kinds:
-                return draft
-            with self.database.read() as conn:
-                delivered = records.deliveries(conn, session.session_id)
-            due = [kind for kind in kinds if self._cooled(delivered.get(kind))]
-            return replace(draft, nudges=[nudges.nudge(kind) for kind in due])
+        with self.database.snapshot():  # the draft's reads see one state, and share one transaction
+            draft, kinds = self._draft(session, request)  # a retried turn_id is found, and replayed, by _record
+            if request.preview:
+                if not kinds:
+                    return draft
+                with self.database.read() as conn:
+                    delivered = records.deliveries(conn, session.session_id)
+                due = [kind for kind in kinds if self._cooled(delivered.get(kind))]
+                return replace(draft, nudges=[nudges.nudge(kind) for kind in due])
         return self._record(session, request, draft, kinds)
 
     def signal(self, session: Session, signal: Signal) -> list[nudges.Nudge]:
