@@ -8,7 +8,8 @@
   pool (name, description and the first 200 characters of content, split on ``_ - . /`` and
   whitespace), the top k with a score above 0, rendered with the same block code. Envelopes of
   1,000, 10,000 and 100,000 memories (the synthetic corpus of ``bench/search/corpus.py``, one
-  timestamp per memory, oldest first). p50/p95/p99 in ms and ``ratio`` = reference / memoryd.
+  timestamp per memory, oldest first). The paths take turns in blocks of ``BLOCK`` turns.
+  p50/p95/p99 in ms and ``ratio`` = reference / memoryd.
 * **recall**: a labelled set where each prompt names one memory (two of its name's words in a
   question), over the 10,000 envelope: how often each algorithm injects the target (top 5); and
   prompts that share no word with any memory, which should inject nothing.
@@ -61,6 +62,7 @@ from memoryd.sessions import Session  # noqa: E402
 from projections.filters import MemoryFilter  # noqa: E402
 
 FETCH_LIMIT, K = 50, 5
+BLOCK = 250  # turns a path runs before the next path's block
 _UPSTREAM_WORD = re.compile(r"[_\-./\s]+")
 
 
@@ -84,7 +86,7 @@ def populate(count: int, directory: Path) -> tuple[object, Session, str, list[Me
         services.store.append_many([(memory_stream_id(m.name, m.scope, m.scope_id), 1, MemorySaved(m)) for m in chunk],
                                    metadata)
     services.projector.catch_up()
-    services.search.catch_up()
+    services.search.catch_up().wait_for_merges()  # measured as a service runs: not while its load's merges finish
     user = services.directory.create_user("bench")
     services.directory.create_token(user, ["read", "write"], [])
     session, token = services.sessions.create("interactive", services.directory.create_workstream(user, "bench"), user)
@@ -192,11 +194,10 @@ def compose_rows(size: int, services, session: Session, queries: list[str], roun
     }
     reference_rounds = rounds if size <= 10_000 else max(50, rounds // 10)
     samples: dict[str, list[float]] = {name: [] for name in paths}
-    for number in range(rounds):  # interleaved, so background load hits every path alike
+    for first in range(0, rounds, BLOCK):  # blocks in turn: load hits every path alike, none runs in another's cold caches
         for name, path in paths.items():
-            if name == "reference algorithm" and number >= reference_rounds:
-                continue
-            samples[name] += timed(lambda path=path, number=number: path(number), 1)
+            for number in range(first, min(first + BLOCK, reference_rounds if name == "reference algorithm" else rounds)):
+                samples[name] += timed(lambda path=path, number=number: path(number), 1)
     base = percentiles(samples["memoryd compose (preview)"])
     rows = []
     for name, values in samples.items():
