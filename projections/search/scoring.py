@@ -86,8 +86,12 @@ class Scorer:
     def _gather_flat(part: Segment, starts: np.ndarray, ends: np.ndarray,
                      runs: Runs | None, type_code: int | None) -> Flat:
         """Every posting of the terms at once, then one mask: the visible runs, live, of the type."""
-        chosen = ranges(starts, ends)
-        docs, tfs = part.docs[chosen], part.tfs[chosen]
+        if int((ends - starts).sum()) >= 64 * len(starts):  # long postings: copied slices beat an index array
+            cuts = [slice(start, end) for start, end in zip(starts.tolist(), ends.tolist())]
+            docs, tfs = np.concatenate([part.docs[cut] for cut in cuts]), np.concatenate([part.tfs[cut] for cut in cuts])
+        else:
+            chosen = ranges(starts, ends)
+            docs, tfs = part.docs[chosen], part.tfs[chosen]
         positions, keep = docs, None
         if runs is not None:
             firsts, lasts, shifts = runs
@@ -231,8 +235,11 @@ class Scorer:
             if reorder:
                 pick = ranges(bounds[heaviest], bounds[heaviest + 1])
                 positions, documents, tfs = positions[pick], documents[pick], tfs[pick]
-            scored = self._bm25(tfs, part.lengths[documents], np.repeat(weight_of, bounds[heaviest + 1] - bounds[heaviest]),
-                                average_length)
+            if len(documents) > len(part.lengths):  # more postings than documents: each document normalized once
+                norms = self._norms(part.lengths, average_length)[documents]
+            else:
+                norms = self._norms(part.lengths[documents], average_length)
+            scored = self._saturated(tfs, norms, np.repeat(weight_of, bounds[heaviest + 1] - bounds[heaviest]))
             if sparse:
                 positions, inverse = np.unique(positions, return_inverse=True)
                 found.append(positions + base)
@@ -294,13 +301,22 @@ class Scorer:
     def _bm25(self, tfs: np.ndarray, lengths: np.ndarray, weight: float | np.ndarray,
               average_length: float) -> np.ndarray:
         """``weight * tf / (tf + k1 * (1 - b + b * length / average))``, in place where it can."""
+        return self._saturated(tfs, self._norms(lengths, average_length), weight)
+
+    def _norms(self, lengths: np.ndarray, average_length: float) -> np.ndarray:
+        """``k1 * (1 - b + b * length / average)``: what a document's length adds to each tf's denominator."""
+        norms = lengths * (self.k1 * self.b / average_length)
+        norms += self.k1 * (1 - self.b)
+        return norms
+
+    @staticmethod
+    def _saturated(tfs: np.ndarray, norms: np.ndarray, weight: float | np.ndarray) -> np.ndarray:
+        """``weight * tf / (tf + norm)``, in ``norms`` (a fresh array)."""
         tf = tfs.astype(np.float64)
-        norm = lengths * (self.k1 * self.b / average_length)
-        norm += self.k1 * (1 - self.b)
-        norm += tf
-        np.divide(tf, norm, out=norm)
-        norm *= weight
-        return norm
+        norms += tf
+        np.divide(tf, norms, out=norms)
+        norms *= weight
+        return norms
 
     @staticmethod
     def _slots_of(parts: list[Gathered], bases: list[int], positions: np.ndarray) -> np.ndarray:
