@@ -79,18 +79,22 @@ class SearchIndex(Merges):
 
     # -- maintenance -----------------------------------------------------------
 
-    def apply(self, recorded: RecordedEvent) -> None:
-        """Apply one event from the log, once: positions at or below ours are ignored."""
+    def apply(self, recorded: RecordedEvent) -> Memory | None:
+        """Apply one event from the log, once: positions at or below ours are ignored. The memory it indexed,
+        if it indexed one (its version is the event's position)."""
         with self._lock:
             if recorded.position <= self.position:
-                return
+                return None
             event = recorded.to_domain() if recorded.event_type.startswith(MEMORY_EVENTS) else None
+            indexed = None
             if isinstance(event, MemoryEvent):
                 self._remove(event.memory.memory_id)
                 if not isinstance(event, MemoryDeleted):
                     self._add(event.memory, recorded.position)
+                    indexed = event.memory
             self.position = recorded.position
             self._maintain()
+            return indexed
 
     def apply_all(self, recorded: Iterable[RecordedEvent]) -> None:
         for event in recorded:

@@ -36,7 +36,7 @@ from projections.search.snapshot import SnapshotFormatError
 
 PAGE = 2_000
 NAME = "search"
-VERSIONS_KEPT = 10_000  # memory versions kept for rendering (a version never changes unless superseded)
+VERSIONS_KEPT = 10_000  # memory versions kept for rendering, the last indexed or used (a version never changes unless superseded)
 log = logging.getLogger(__name__)
 Progress = Callable[[int], None]  # called with the number of events just applied
 
@@ -60,7 +60,8 @@ class SearchService:
         return self.catch_up().candidates(where, query, limit)
 
     def versions(self, positions: list[int]) -> dict[int, Memory]:
-        """The memory each position's event left, as ``events.streams.memory_versions``; recently used ones kept.
+        """The memory each position's event left, as ``events.streams.memory_versions``; the versions recently
+        used or indexed are kept.
 
         A version is immutable: only a supersede changes what a position means, and
         following the log drops that position from what is kept.
@@ -74,13 +75,17 @@ class SearchService:
         if missing:
             read = memory_versions(self.store, missing)
             found |= read
-            with self._versions_lock:
-                if supersedes != self._supersedes:  # a supersede landed during the read: keep nothing of it
-                    return found
-                self._versions.update(read)
-                while len(self._versions) > VERSIONS_KEPT:
-                    self._versions.popitem(last=False)
+            self._keep(read, supersedes)
         return found
+
+    def _keep(self, versions: dict[int, Memory], supersedes: int) -> None:
+        """Keep these versions, the newest used last, unless a supersede landed since ``supersedes`` was read."""
+        with self._versions_lock:
+            if supersedes != self._supersedes:  # a version read before a supersede may be the superseded one
+                return
+            self._versions.update(versions)
+            while len(self._versions) > VERSIONS_KEPT:
+                self._versions.popitem(last=False)
 
     def catch_up(self) -> SearchIndex:
         """The live index, with every event committed so far applied."""
@@ -166,7 +171,8 @@ class SearchService:
                     self._versions.pop(int(recorded.payload["position"]), None)
                     self._supersedes += 1
             try:
-                index.apply(recorded)
+                if (indexed := index.apply(recorded)) is not None:  # the version a turn is likeliest to render next
+                    self._keep({recorded.position: indexed}, self._supersedes)
             except Exception as error:
                 with self.store.database.read() as conn:
                     stand_in = self.store.stand_in(conn, recorded)
