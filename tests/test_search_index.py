@@ -110,6 +110,18 @@ def test_memories_the_caller_cannot_see_change_none_of_the_callers_scores(mine, 
         [(h.memory_id, h.score) for h in crowded.search(visible, query, 50)]
 
 
+def test_words_of_equal_weight_add_up_in_the_querys_order_whatever_else_the_index_holds():
+    # w1 and w4 weigh the same for alice; bob's memories make w1 commoner index-wide. Summed in
+    # another order, m0's score differed in its last bit between the two indexes.
+    own = [memory(f"m{i}", text, "user", "alice") for i, text in enumerate(["w2 w3 w4 w3 w1 w4 w0", "w3 w0", "w4 w2"])]
+    foreign = [memory(f"o{i}", text, "user", "bob")
+               for i, text in enumerate(["w5 w5 w1 w1 w2 w3", "w3 w1 w5 w3 w2 w4", "w5 w5 w2 w5 w1", "w0"])]
+    visible = MemoryFilter(scopes=(ScopePattern("user", "alice"),))
+    alone, crowded = index_of(own), index_of(own + foreign)
+    assert [(h.memory_id, h.score) for h in alone.search(visible, "w5 w2 w1 w4 w0", 50)] == \
+        [(h.memory_id, h.score) for h in crowded.search(visible, "w5 w2 w1 w4 w0", 50)]
+
+
 def test_a_query_none_of_whose_words_occur_returns_nothing():
     assert index_of([memory("a", "alpha beta")]).search(GLOBAL, "gamma delta", 10) == []
 

@@ -35,13 +35,12 @@ class Postings(NamedTuple):
 
 
 class Flat(NamedTuple):
-    """Every query term's visible postings in one part, term after term."""
+    """Every query term's visible postings in one part, term after term; a tombstone among them has tf 0."""
 
     positions: np.ndarray
     documents: np.ndarray
     tfs: np.ndarray
     bounds: np.ndarray  # term t's postings are [bounds[t], bounds[t + 1])
-    zero: np.ndarray | None  # indexes of the postings that are tombstones, ascending, or None; their tfs are 0
 
 
 EMPTY = Postings(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.uint16), None)
@@ -76,26 +75,22 @@ class Gathered:
             self._flat = _join(cast(list[Postings], self._terms))
         return self._flat
 
-    def counts(self) -> np.ndarray:
+    def counts(self) -> list[int]:
         """Each term's postings here, tombstones included."""
-        if self._flat is not None:
-            return np.diff(self._flat.bounds)
-        return np.array([len(postings.positions) for postings in cast(list[Postings], self._terms)], np.int64)
+        if self._terms is not None:
+            return [len(postings.positions) for postings in self._terms]
+        bounds = cast(Flat, self._flat).bounds.tolist()
+        return [end - start for start, end in zip(bounds, bounds[1:])]
 
-    def frequencies(self) -> np.ndarray:
+    def frequencies(self) -> list[int]:
         """Each term's live documents here: its document frequency in this part."""
-        if self._flat is None:
-            return np.array([len(where) - (len(zero) if zero is not None else 0)
-                             for where, _, _, zero in cast(list[Postings], self._terms)], np.int64)
-        flat = self._flat
-        found = np.diff(flat.bounds)
-        if flat.zero is not None:
-            found -= np.bincount(np.searchsorted(flat.bounds, flat.zero, side="right") - 1, minlength=len(found))
-        return found
+        if self._terms is not None:
+            return [len(where) - (len(zero) if zero is not None else 0) for where, _, _, zero in self._terms]
+        return self.counts()  # gathered flat: tombstones were dropped
 
 
 def _split(flat: Flat) -> list[Postings]:
-    assert flat.zero is None, "gathered flat, tombstones are dropped: only a joined form zeroes any"
+    """Views of each term's postings; none to zero (tombstones were dropped, or their tfs are 0)."""
     bounds = flat.bounds.tolist()
     return [Postings(flat.positions[start:end], flat.documents[start:end], flat.tfs[start:end], None)
             for start, end in zip(bounds, bounds[1:])]
@@ -104,12 +99,11 @@ def _split(flat: Flat) -> list[Postings]:
 def _join(terms: list[Postings]) -> Flat:
     lengths = [len(postings.positions) for postings in terms]
     bounds = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
-    zeros = [zero + start for (_, _, _, zero), start in zip(terms, bounds.tolist()) if zero is not None]
     if not terms:
-        return Flat(NOTHING, NOTHING, np.empty(0, np.uint16), bounds, None)
+        return Flat(NOTHING, NOTHING, np.empty(0, np.uint16), bounds)
     tfs = np.concatenate([postings.tfs for postings in terms])
-    zero = np.concatenate(zeros) if zeros else None
-    if zero is not None:
-        tfs[zero] = 0  # a copy: a tombstone scores tf 0 / (0 + norm), nothing
+    for (_, _, _, zero), start in zip(terms, bounds.tolist()):
+        if zero is not None:
+            tfs[zero + start] = 0  # a copy: a tombstone scores tf 0 / (0 + norm), nothing
     return Flat(np.concatenate([postings.positions for postings in terms]),
-                np.concatenate([postings.documents for postings in terms]), tfs, bounds, zero)
+                np.concatenate([postings.documents for postings in terms]), tfs, bounds)

@@ -36,6 +36,8 @@ from projections.search.scoring import top_mask
 from projections.search.state import ALL_TYPES, TYPE_CODES, recency_key
 from projections.search.tuning import Tuning
 
+ORDER_FROM = 4_096  # visible postings from which gathering heaviest first saves more than it costs (measured)
+
 
 @dataclass(frozen=True)
 class Hit:
@@ -290,16 +292,19 @@ class SearchIndex(Merges):
         average_length = sum(self._lengths[number][column] for number in counted) / documents
         term_ids = np.array([term_id for term_id, _ in known], np.int32)  # the segments' dtype: no casts
         slices = [part.slices(term_ids) if isinstance(part, Segment) else None for part in self._parts]
-        heaviest = self._heaviest_first(known, documents, slices)
-        known, term_ids = [known[term] for term in heaviest], term_ids[heaviest]
-        gathered = [self._scorer.gather(part, (cut[0][heaviest], cut[1][heaviest]), visible, type_code)
-                    if isinstance(part, Segment) and cut is not None else
-                    self._gather_delta(cast(Delta, part), term_ids, visible, type_code)
+        places = list(range(len(known)))
+        if self._scorer.part_by_part(len(known), len(self._parts)) and \
+                (heaviest := self._heaviest_first(known, documents, slices)) is not None:  # scored part by part
+            places = heaviest
+            known, term_ids = [known[term] for term in places], term_ids[places]
+            slices = [None if cut is None else (cut[0][places], cut[1][places]) for cut in slices]
+        gathered = [self._scorer.gather(part, cut, visible, type_code) if isinstance(part, Segment) and cut is not None
+                    else self._gather_delta(cast(Delta, part), term_ids, visible, type_code)
                     for part, cut in zip(self._parts, slices)]
-        frequencies = np.add.reduce([part.frequencies() for part in gathered]).tolist()
+        frequencies = [sum(found) for found in zip(*(part.frequencies() for part in gathered))]
         weights = [times * idf(documents, df) * (self.k1 + 1) if df else 0.0
                    for (_, times), df in zip(known, frequencies)]
-        slots, scores = self._scorer.score(gathered, weights, average_length, limit)
+        slots, scores = self._scorer.score(gathered, weights, places, average_length, limit)
         return self._top(slots, scores, limit)
 
     def _count(self, where: MemoryFilter) -> int:
@@ -354,12 +359,13 @@ class SearchIndex(Merges):
         return np.array(sorted(numbers), np.int32)
 
     def _heaviest_first(self, known: list[tuple[int, int]], documents: int,
-                        slices: list[tuple[np.ndarray, np.ndarray] | None]) -> list[int]:
-        """(Lock held) The query's terms in the order of their weights over everything indexed.
+                        slices: list[tuple[np.ndarray, np.ndarray] | None]) -> list[int] | None:
+        """(Lock held) The query's terms in the order of their weights over everything indexed; None when the
+        caller is likely to see too few of their postings for the order to pay, or so many that it prunes.
 
         A caller's own weights count only what it sees, yet most often order the terms the
-        same way; gathered in that order, the scorer seldom has to reorder postings to add each
-        document's terms heaviest first.
+        same way; gathered in that order, a scorer going part by part seldom has to reorder
+        postings to add each document's terms heaviest first.
         """
         held = np.zeros(len(known), np.int64)  # postings, tombstones included
         for part, cut in zip(self._parts, slices):
@@ -367,12 +373,17 @@ class SearchIndex(Merges):
                 held += cut[1] - cut[0]
             else:
                 held += [len(cast(Delta, part).postings.get(term_id, ())) // 2 for term_id, _ in known]
+        likely = int(held.sum()) * documents // max(len(self), 1)  # the postings the caller is likely to see
+        if not ORDER_FROM <= likely or not self._scorer.scores_all(likely, len(known), len(self._parts)):
+            return None  # few, or pruned: the order would not pay
         frequencies = held.tolist()
         return sorted(range(len(known)), key=lambda term: known[term][1] * idf(documents, frequencies[term]),
                       reverse=True)
 
     def _gather_delta(self, delta: Delta, term_ids: np.ndarray, visible: np.ndarray | None,
                       type_code: int | None) -> Gathered:
+        if not delta.slots:  # just frozen
+            return Gathered.nothing(len(term_ids))
         slots = np.array(delta.slots, np.int64)
         admitted = self._alive[slots]  # which of the delta's documents this query may see, decided once
         if visible is not None:
@@ -396,7 +407,7 @@ class SearchIndex(Merges):
             found = np.bincount(np.repeat(np.arange(len(found)), found)[keep], minlength=len(found))
         bounds = np.concatenate(([0], np.cumsum(found))).astype(np.int64)
         return Gathered(self._length[slots], len(slots), lambda positions: slots[positions],
-                        flat=Flat(documents, documents, tfs, bounds, None))
+                        flat=Flat(documents, documents, tfs, bounds))
 
     def _top(self, slots: np.ndarray, scores: np.ndarray, limit: int) -> list[Hit]:
         if len(scores) > limit:

@@ -54,6 +54,15 @@ class Scorer:
         self.k1, self.b, self.tuning = k1, b, tuning
         self.lookups = 0  # terms looked up for candidates only (pruned), since the start
 
+    @staticmethod
+    def part_by_part(terms: int, parts: int) -> bool:
+        """Whether scoring every posting goes part by part (the numpy calls grow with the parts), not term by term."""
+        return terms >= parts
+
+    def scores_all(self, postings: int, terms: int, parts: int) -> bool:
+        """Whether a query touching ``postings`` scores every one of them rather than pruning."""
+        return postings < self.tuning.prune_from * terms * parts  # pruning's bookkeeping goes per term and part
+
     def gather(self, part: Segment, slices: tuple[np.ndarray, np.ndarray], visible: np.ndarray | None,
                type_code: int | None) -> Gathered:
         """A segment's postings of each query term (``slices``: where each term's start and end) that
@@ -112,7 +121,7 @@ class Scorer:
             found = np.bincount(np.repeat(np.arange(len(found)), found)[keep], minlength=len(found))
             positions, docs, tfs = positions[keep], docs[keep], tfs[keep]
         bounds = np.concatenate(([0], np.cumsum(found))).astype(np.int64)
-        return Flat(positions, docs, tfs, bounds, None)
+        return Flat(positions, docs, tfs, bounds)
 
     @staticmethod
     def _gather_terms(part: Segment, starts: list[int], ends: list[int],
@@ -159,13 +168,17 @@ class Scorer:
             postings.append(Postings(positions, docs, tfs, zero))
         return postings
 
-    def score(self, parts: list[Gathered], weights: list[float], average_length: float,
+    def score(self, parts: list[Gathered], weights: list[float], places: list[int], average_length: float,
                limit: int) -> tuple[np.ndarray, np.ndarray]:
         """The best slots and their scores (ties at the cut kept), each term scored once across parts.
 
-        Each part's positions are shifted into one space for the query (part after part), so a
-        term's postings from every part are scored together: the numpy calls grow with the
-        query's terms, not with terms times parts.
+        ``places``: each term's place in the query, which orders terms of equal weight, so that a
+        document's score is the same float whatever else the index holds.
+
+        Each part's positions are shifted into one space for the query (part after part). When every
+        posting is scored, it is scored term by term across the parts or part by part across the
+        terms, whichever are fewer: the numpy calls grow with the smaller of the two, not with
+        terms times parts.
 
         Terms are scored heaviest (rarest) first. No term adds as much as its weight to a score,
         so once the weights still to come sum below the ``limit``-th best score so far, only the
@@ -174,13 +187,13 @@ class Scorer:
         result is exact, ties included.
         """
         bases = np.cumsum([0] + [part.space for part in parts]).tolist()
-        postings = np.add.reduce([part.counts() for part in parts]).tolist()
+        postings = [sum(found) for found in zip(*(part.counts() for part in parts))]
         touched = sum(postings)
-        order = sorted((term for term, weight in enumerate(weights) if weight), key=weights.__getitem__, reverse=True)
+        order = sorted((term for term, weight in enumerate(weights) if weight), key=lambda term: (-weights[term], places[term]))
         sparse = touched * 8 <= bases[-1]  # few postings for the space: accumulate sparsely
-        # pruning's bookkeeping costs per term and part: below that many postings it cannot pay
-        if sparse or touched < self.tuning.prune_from * len(weights) * len(parts):
-            where, sums = self._flat_totals(parts, bases, order, weights, average_length, sparse)
+        if sparse or self.scores_all(touched, len(weights), len(parts)):
+            every = self._flat_totals if self.part_by_part(len(order), len(parts)) else self._totals_by_term
+            where, sums = every(parts, bases, order, weights, average_length, sparse)
             keep = top_mask(sums, limit)
             return self._slots_of(parts, bases, where[keep]), sums[keep]
         totals = np.zeros(bases[-1])
@@ -218,8 +231,8 @@ class Scorer:
         Within a part the terms come heaviest first, so each document's score is summed in the
         order the pruned path sums it: both give the same floats, ties included. The index
         gathers the terms in the order their weights most often have, so seldom are the
-        postings reordered here. Parts are summed apart (a document lives in one): no array
-        grows with the query's postings beyond one part's.
+        postings reordered here. Unless few, parts are summed apart (a document lives in one):
+        no array grows with the query's postings beyond one part's.
         """
         heaviest = np.array(order, np.int64)
         reorder = order != list(range(len(weights)))
@@ -227,7 +240,7 @@ class Scorer:
         found: list[np.ndarray] = []
         sums: list[np.ndarray] = []
         for part, base in zip(parts, bases):
-            positions, documents, tfs, bounds, _ = part.flat()  # a tombstone's tf is 0 here: it adds 0
+            positions, documents, tfs, bounds = part.flat()  # a tombstone's tf is 0 here: it adds 0
             if not len(positions):
                 if not sparse:
                     sums.append(np.zeros(part.space))
@@ -240,37 +253,50 @@ class Scorer:
             else:
                 norms = self._norms(part.lengths[documents], average_length)
             scored = self._saturated(tfs, norms, np.repeat(weight_of, bounds[heaviest + 1] - bounds[heaviest]))
-            if sparse:
-                positions, inverse = np.unique(positions, return_inverse=True)
-                found.append(positions + base)
-                sums.append(np.bincount(inverse, weights=scored))
+            if sparse:  # few postings: gathered across parts, summed at once
+                found.append(positions + base if base else positions)
+                sums.append(scored)
             else:
                 sums.append(np.bincount(positions, weights=scored, minlength=part.space))
         if not sparse:
             return np.arange(bases[-1]), np.concatenate(sums) if sums else np.empty(0)
         if not found:
             return NOTHING, np.empty(0)
-        return np.concatenate(found), np.concatenate(sums)
+        documents, inverse = np.unique(np.concatenate(found), return_inverse=True)
+        return documents, np.bincount(inverse, weights=np.concatenate(sums))
+
+    def _totals_by_term(self, parts: list[Gathered], bases: list[int], order: list[int], weights: list[float],
+                        average_length: float, sparse: bool) -> tuple[np.ndarray, np.ndarray]:
+        """``_flat_totals``, term after term (heaviest first, so the same floats) across the parts."""
+        scored = [self._term_scores(parts, bases, term, weights[term], average_length) for term in order]
+        if not sparse:
+            totals = np.zeros(bases[-1])
+            for where, contributions in scored:
+                np.add.at(totals, where, contributions)
+            return np.arange(bases[-1]), totals
+        scored = [(where, contributions) for where, contributions in scored if len(where)]
+        if not scored:
+            return NOTHING, np.empty(0)
+        documents, inverse = np.unique(np.concatenate([where for where, _ in scored]), return_inverse=True)
+        return documents, np.bincount(inverse, weights=np.concatenate([contributions for _, contributions in scored]))
 
     def _term_scores(self, parts: list[Gathered], bases: list[int], term: int, weight: float,
                      average_length: float) -> tuple[np.ndarray, np.ndarray]:
         """Every visible posting of ``term``: positions in the query's space and what each adds."""
-        pieces = [(part, base) for part, base in zip(parts, bases) if len(part.term(term).positions)]
+        pieces = [(postings, part.lengths, base) for part, base in zip(parts, bases)
+                  if len((postings := part.term(term)).positions)]
         if not pieces:
             return NOTHING, np.empty(0)
         if len(pieces) == 1:  # one part (an admin over one segment): no copies
-            part, base = pieces[0]
-            where, docs, tfs, _ = part.term(term)
-            where, lengths = (where + base if base else where), part.lengths[docs]
+            (where, docs, tfs, _), lengths, base = pieces[0]
+            where, lengths = (where + base if base else where), lengths[docs]
         else:
-            chosen = [(part.term(term), part.lengths, base) for part, base in pieces]
-            where = np.concatenate([postings.positions + base for postings, _, base in chosen])
-            lengths = np.concatenate([lengths[postings.documents] for postings, lengths, _ in chosen])
-            tfs = np.concatenate([postings.tfs for postings, _, _ in chosen])
+            where = np.concatenate([postings.positions + base for postings, _, base in pieces])
+            lengths = np.concatenate([lengths[postings.documents] for postings, lengths, _ in pieces])
+            tfs = np.concatenate([postings.tfs for postings, _, _ in pieces])
         contributions = self._bm25(tfs, lengths, weight, average_length)
         skipped = 0
-        for part, _ in pieces:
-            found, _, _, zero = part.term(term)
+        for (found, _, _, zero), _, _ in pieces:
             if zero is not None:
                 contributions[zero + skipped] = 0.0  # tombstones: no score (and not counted in df)
             skipped += len(found)

@@ -15,7 +15,7 @@ class Tuning:
     bulk_freeze_postings: int = 4_000_000  # inside bulk(): bigger deltas, frozen on the spot
     fanout: int = 4  # merge this many segments of one size tier into one
     tier_base: int = 512  # documents in a tier-0 segment (a frozen delta holds about this many)
-    flat_postings: int = 1_024  # a segment holding fewer postings per query term than this is gathered flat
+    flat_postings: int = 256  # a segment holding fewer postings per query term than this is gathered flat
     runs_cached: int = 256  # visible sets whose document ranges a segment remembers
     prune_from: float = 1_000  # postings touched per query term and part: below, scoring them all flat costs less than pruning
     lookup_cost: float = 8  # binary-searching a term's postings for one candidate costs about 8 postings' scoring
