@@ -7,9 +7,10 @@ MaxScore pruning); ``snapshot`` is the blob other processes start from;
 ``ranking`` tokenizes and weighs; ``tuning`` holds every size and cost.
 """
 
-from projections.search.index import Candidate, Candidates, Hit, IndexShape, SearchIndex
+from projections.search.index import Candidate, Candidates, Hit, IndexShape, SearchIndex, Statistics
 from projections.search.service import SearchService
 from projections.search.snapshot import SnapshotFormatError
 from projections.search.tuning import Tuning
 
-__all__ = ["Candidate", "Candidates", "Hit", "IndexShape", "SearchIndex", "SearchService", "SnapshotFormatError", "Tuning"]
+__all__ = ["Candidate", "Candidates", "Hit", "IndexShape", "SearchIndex", "SearchService", "SnapshotFormatError",
+           "Statistics", "Tuning"]

@@ -20,7 +20,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -50,6 +50,31 @@ class Candidate:
     memory_id: str
     score: float | None  # None: chosen by recency, with no words to rank by
     position: int  # the log position of the event this version of the memory was indexed from
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """What BM25 counts over a caller's visible memories. Split by namespace over several indexes (shards),
+    their statistics add up to the whole's, so each shard scores exactly as one index would."""
+
+    documents: int
+    length: int  # their length in tokens
+    frequencies: dict[str, int]  # per query word: how many of them hold it
+
+    def __add__(self, other: Statistics) -> Statistics:
+        words = self.frequencies.keys() | other.frequencies.keys()
+        return Statistics(self.documents + other.documents, self.length + other.length,
+                          {word: self.frequencies.get(word, 0) + other.frequencies.get(word, 0) for word in words})
+
+
+class _Gathering(NamedTuple):
+    documents: int
+    length: int
+    words: list[str]  # the query's words the index knows, in the order gathered
+    times: list[int]  # how often the query holds each
+    frequencies: list[int]  # how many visible memories hold each
+    places: list[int]  # each one's place in the query
+    parts: list[Gathered]
 
 
 @dataclass(frozen=True)
@@ -279,18 +304,45 @@ class SearchIndex(Merges):
                           for slot in self._newest(where, limit)]
             return Candidates(self.position, self._count(where), ranked)
 
-    def _search(self, where: MemoryFilter, words: Counter[str], limit: int) -> list[Hit]:
-        """(Lock held) ``search``."""
-        if (admitted := self._admitted(where)) is None:
+    def statistics(self, where: MemoryFilter, query: str) -> Statistics:
+        """What BM25 counts over the memories ``where`` admits here: one shard's share of a fan-out's."""
+        with self._lock:
+            words = Counter(tokenize(query))
+            if (gathering := self._gathering(where, words)) is None:
+                documents, length = self._sizes(where)
+                return Statistics(documents, length, dict.fromkeys(words, 0))
+            found = dict.fromkeys(words, 0) | dict(zip(gathering.words, gathering.frequencies))
+            return Statistics(gathering.documents, gathering.length, found)
+
+    def search_with(self, where: MemoryFilter, query: str, limit: int, statistics: Statistics) -> list[Hit]:
+        """``search``, scored with ``statistics`` (every shard's, added up) in place of this index's own."""
+        with self._lock:
+            return self._search(where, Counter(tokenize(query)), limit, statistics)
+
+    def _search(self, where: MemoryFilter, words: Counter[str], limit: int,
+                given: Statistics | None = None) -> list[Hit]:
+        """(Lock held) ``search``; with ``given``, scored with those statistics."""
+        if limit <= 0 or (gathering := self._gathering(where, words)) is None:
             return []
+        documents, length = (given.documents, given.length) if given else (gathering.documents, gathering.length)
+        frequencies = [given.frequencies.get(word, 0) for word in gathering.words] if given else gathering.frequencies
+        weights = [times * idf(documents, df) * (self.k1 + 1) if df else 0.0
+                   for times, df in zip(gathering.times, frequencies)]
+        slots, scores = self._scorer.score(gathering.parts, weights, gathering.places, length / documents, limit)
+        return self._top(slots, scores, limit)
+
+    def _gathering(self, where: MemoryFilter, words: Counter[str]) -> _Gathering | None:
+        """(Lock held) The visible postings of ``words`` and what BM25 counts of them; None if none can score."""
+        if (admitted := self._admitted(where)) is None:
+            return None
         visible, column, counted = admitted
         type_code = TYPE_CODES[where.type] if where.type else None
         documents = sum(self._documents[number][column] for number in counted)
-        known = [(self._vocabulary[word], times) for word, times in words.items() if word in self._vocabulary]
-        if not documents or not known or limit <= 0:
-            return []
-        average_length = sum(self._lengths[number][column] for number in counted) / documents
-        term_ids = np.array([term_id for term_id, _ in known], np.int32)  # the segments' dtype: no casts
+        known = [(word, self._vocabulary[word], times) for word, times in words.items() if word in self._vocabulary]
+        if not documents or not known:
+            return None
+        length = sum(self._lengths[number][column] for number in counted)
+        term_ids = np.array([term_id for _, term_id, _ in known], np.int32)  # the segments' dtype: no casts
         slices = [part.slices(term_ids) if isinstance(part, Segment) else None for part in self._parts]
         places = list(range(len(known)))
         if self._scorer.part_by_part(len(known), len(self._parts)) and \
@@ -302,17 +354,20 @@ class SearchIndex(Merges):
                     else self._gather_delta(cast(Delta, part), term_ids, visible, type_code)
                     for part, cut in zip(self._parts, slices)]
         frequencies = [sum(found) for found in zip(*(part.frequencies() for part in gathered))]
-        weights = [times * idf(documents, df) * (self.k1 + 1) if df else 0.0
-                   for (_, times), df in zip(known, frequencies)]
-        slots, scores = self._scorer.score(gathered, weights, places, average_length, limit)
-        return self._top(slots, scores, limit)
+        return _Gathering(documents, length, [word for word, _, _ in known], [times for _, _, times in known],
+                          frequencies, places, gathered)
 
     def _count(self, where: MemoryFilter) -> int:
         """(Lock held) How many live memories ``where`` admits."""
+        return self._sizes(where)[0]
+
+    def _sizes(self, where: MemoryFilter) -> tuple[int, int]:
+        """(Lock held) How many live memories ``where`` admits, and their length in tokens."""
         if (admitted := self._admitted(where)) is None:
-            return 0
+            return 0, 0
         _, column, counted = admitted
-        return sum(self._documents[number][column] for number in counted)
+        return (sum(self._documents[number][column] for number in counted),
+                sum(self._lengths[number][column] for number in counted))
 
     def _admitted(self, where: MemoryFilter) -> tuple[np.ndarray | None, int, Sequence[int]] | None:
         """(Lock held) ``where``'s visible namespaces (None: all), the counters' column and the namespace numbers
@@ -358,7 +413,7 @@ class SearchIndex(Merges):
             return None
         return np.array(sorted(numbers), np.int32)
 
-    def _heaviest_first(self, known: list[tuple[int, int]], documents: int,
+    def _heaviest_first(self, known: list[tuple[str, int, int]], documents: int,
                         slices: list[tuple[np.ndarray, np.ndarray] | None]) -> list[int] | None:
         """(Lock held) The query's terms in the order of their weights over everything indexed; None when the
         caller is likely to see too few of their postings for the order to pay, or so many that it prunes.
@@ -372,12 +427,12 @@ class SearchIndex(Merges):
             if cut is not None:
                 held += cut[1] - cut[0]
             else:
-                held += [len(cast(Delta, part).postings.get(term_id, ())) // 2 for term_id, _ in known]
+                held += [len(cast(Delta, part).postings.get(term_id, ())) // 2 for _, term_id, _ in known]
         likely = int(held.sum()) * documents // max(len(self), 1)  # the postings the caller is likely to see
         if not ORDER_FROM <= likely or not self._scorer.scores_all(likely, len(known), len(self._parts)):
             return None  # few, or pruned: the order would not pay
         frequencies = held.tolist()
-        return sorted(range(len(known)), key=lambda term: known[term][1] * idf(documents, frequencies[term]),
+        return sorted(range(len(known)), key=lambda term: known[term][2] * idf(documents, frequencies[term]),
                       reverse=True)
 
     def _gather_delta(self, delta: Delta, term_ids: np.ndarray, visible: np.ndarray | None,
