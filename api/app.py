@@ -19,6 +19,8 @@ from werkzeug.routing import PathConverter
 
 from api import admin, health, memories, projects, sessions, turns, workstreams
 from api.consistency import waiters_for
+from api.context import metrics
+from api.metrics import Metrics
 from api.openapi import build_openapi
 from memoryd.app.services import Services
 from memoryd.errors import MemorydError
@@ -44,6 +46,7 @@ def create_app(services: Services) -> Flask:
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.extensions["memoryd"] = services
     app.extensions["memoryd.waiters"] = waiters_for(config.server.threads)
+    app.extensions["memoryd.metrics"] = Metrics(services)
     app.register_blueprint(memories.blueprint)
     app.register_blueprint(admin.blueprint)
     app.register_blueprint(health.blueprint)
@@ -120,13 +123,15 @@ def _check_url_text() -> None:
 def _log_request(response: Response) -> Response:
     response.headers[REQUEST_ID_HEADER] = g.get("request_id", "")
     principal = g.get("principal")
+    seconds = time.perf_counter() - g.get("started", time.perf_counter())
+    metrics().observe_request(request.endpoint or "unmatched", request.method, response.status_code, seconds)
     access_log.info(json.dumps({
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "request_id": g.get("request_id", ""),
         "method": request.method,
         "path": request.path,
         "status": response.status_code,
-        "duration_ms": round((time.perf_counter() - g.get("started", time.perf_counter())) * 1000, 2),
+        "duration_ms": round(seconds * 1000, 2),
         "user_id": principal.user_id if principal else "",
         "remote_addr": request.remote_addr or "",
     }))

@@ -9,6 +9,7 @@ from typing import Any, TypeVar, cast
 
 from flask import current_app, g, request
 
+from api.metrics import Metrics
 from events.idempotency import IdempotencyClaim
 from events.types import EventMetadata
 from memoryd.app.services import Services
@@ -22,6 +23,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def services() -> Services:
     return cast(Services, current_app.extensions["memoryd"])
+
+
+def metrics() -> Metrics:
+    return cast(Metrics, current_app.extensions["memoryd.metrics"])
 
 
 def caller() -> Principal:

@@ -1,4 +1,4 @@
-"""Liveness and readiness probes for load balancers and orchestrators (no token needed)."""
+"""Liveness and readiness probes for load balancers and orchestrators, and metrics (no token needed)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from flask import Blueprint, Response, jsonify
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from api.context import services
+from api.context import metrics, services
+from api.metrics import CONTENT_TYPE
 
 blueprint = Blueprint("health", __name__)
 
@@ -40,3 +41,9 @@ def readyz() -> tuple[Response, int]:
     elif any(behind > limit for behind in lag.values()):
         body["status"] = "lagging"
     return jsonify(body), 200 if body["status"] == "ready" else 503
+
+
+@blueprint.get("/metrics")
+def prometheus_metrics() -> Response:
+    """Prometheus' text format: requests, turns, projections, the search index and the queue (``api.metrics``)."""
+    return Response(metrics().exposition(), 200, mimetype=None, content_type=CONTENT_TYPE)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from flask import Blueprint, Response, g, jsonify, request
 
 from api.consistency import requested_min_position
-from api.context import authorized, json_object, services
+from api.context import authorized, json_object, metrics, services
 from api.idempotency import KEY_HEADER, checked_key
 from api.schemas import ReceiptsQuery, load
 from api.sessions import session_authorized
@@ -35,7 +35,9 @@ def compose(session_id: str) -> tuple[Response, int]:
         body = body | {"turn_id": key}
     if "min_position" not in body and (wanted := requested_min_position()):
         body = body | {"min_position": wanted}
-    turn = services().turns.compose(g.session, TurnRequest.parse(body))
+    turn_request = TurnRequest.parse(body)
+    with metrics().turns.time():
+        turn = services().turns.compose(g.session, turn_request)
     return jsonify(turn.to_dict()), 200
 
 

@@ -31,7 +31,7 @@ from memoryd.schema import search_snapshots
 from projections.filters import MemoryFilter
 from projections.projector import Fault, ProjectionStopped
 from projections.queries import memories_in_order
-from projections.search.index import Candidates, Hit, SearchIndex
+from projections.search.index import Candidates, Hit, IndexShape, SearchIndex
 from projections.search.snapshot import SnapshotFormatError
 
 PAGE = 2_000
@@ -97,6 +97,16 @@ class SearchService:
                 log.error("%s", fault.describe())
             self.fault = fault
             return self._index
+
+    def shape(self) -> IndexShape | None:
+        """The live index's shape, without loading or catching it up (for metrics); None until it is loaded."""
+        index = self._index
+        return index.shape() if index is not None else None
+
+    def position(self) -> int:
+        """The log position the live index has applied, without catching it up; 0 until it is loaded."""
+        index = self._index
+        return index.position if index is not None else 0
 
     def current_fault(self) -> Fault | None:
         """Where the live index is stopped now (it first tries to follow the log); None if not loaded yet."""
