@@ -8,7 +8,7 @@
   whether it is stopped; with Redis, the worker queue's depth and failed jobs.
 
 Several API processes (gunicorn) add up their counts through prometheus-client's multiprocess
-mode: give them an empty ``PROMETHEUS_MULTIPROC_DIR`` before they start (docs/operations.md).
+mode: give them an empty ``PROMETHEUS_MULTIPROC_DIR`` before they start (README, Metrics).
 """
 
 from __future__ import annotations
