@@ -56,6 +56,7 @@ class Workstream:
 Within = Callable[[Connection, "Workstream"], None]
 
 
+_TOKEN = select(tokens).where(tokens.c.token_hash == bindparam("token_hash"))  # every request: built once
 _WORKSTREAM = select(workstreams).where(workstreams.c.workstream_id == bindparam("workstream_id"))  # every turn: built once
 
 
@@ -99,7 +100,7 @@ class Directory:
     def authenticate(self, value: str) -> Principal | None:
         digest = hash_token(value)
         with self.database.read() as conn:
-            row = conn.execute(select(tokens).where(tokens.c.token_hash == digest)).first()
+            row = conn.execute(_TOKEN, {"token_hash": digest}).first()
         if row is None or not hmac.compare_digest(row.token_hash, digest):
             return None
         return Principal(

@@ -108,6 +108,9 @@ def count_memories(conn: Connection, where: MemoryFilter) -> int:
     return int(conn.execute(query).scalar_one())
 
 
+_BY_IDS = _rows().where(memories.c.memory_id.in_(bindparam("memory_ids", expanding=True)))  # every search: built once
+
+
 def get_memory(conn: Connection, memory_id: str) -> dict[str, Any] | None:
     row = conn.execute(_rows().where(memories.c.memory_id == memory_id)).first()
     return dict(row._mapping) if row else None
@@ -117,8 +120,7 @@ def memories_in_order(conn: Connection, memory_ids: list[str]) -> list[dict[str,
     """The rows of these memories, in the given order (ids the table lacks are left out)."""
     if not memory_ids:
         return []
-    found = {row.memory_id: dict(row._mapping) for row in conn.execute(
-        _rows().where(memories.c.memory_id.in_(memory_ids)))}
+    found = {row.memory_id: dict(row._mapping) for row in conn.execute(_BY_IDS, {"memory_ids": memory_ids})}
     return [found[memory_id] for memory_id in memory_ids if memory_id in found]
 
 

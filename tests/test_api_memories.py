@@ -444,3 +444,14 @@ def test_a_memory_is_read_by_name_with_the_scope_rules_of_delete(make_caller, se
     assert bob.get(f"/v1/api/memories/notes?scope=user&scope_id={alice.user_id}").status_code == 403
     assert alice.get("/v1/api/memories/x?scope=project").status_code == 400
     assert alice.get("/v1/api/memories/a%2Fb%20c").json == {"error": "Memory 'a/b_c' not found"}
+
+
+def test_a_listed_memory_is_exactly_what_its_schema_dumps(alice, app):
+    from api.responses import memory_list
+    from api.schemas import MemoryListSchema
+
+    alice.save("deploy_steps", "run the migrations first")
+    row = {**alice.get("/v1/api/memories/deploy_steps").json, "not_a_field": "left out"}
+    with app.app_context():
+        response, status = memory_list([row, row])
+    assert status == 200 and response.json == MemoryListSchema().dump({"memories": [row, row], "total": 2})
