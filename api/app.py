@@ -29,6 +29,7 @@ from memoryd.text import checked_text
 access_log = logging.getLogger("memoryd.access")
 error_log = logging.getLogger("memoryd.errors")
 REQUEST_ID_HEADER = "X-Request-Id"
+HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 REQUEST_ID = re.compile(r"[A-Za-z0-9][\w.:-]{0,127}", re.ASCII)  # a client's id is kept only in this form
 STORAGE_FAILURES = {  # what a failed write says; reads say "Memory storage unavailable"
     "memories.save": "Failed to save memory",
@@ -124,7 +125,11 @@ def _log_request(response: Response) -> Response:
     response.headers[REQUEST_ID_HEADER] = g.get("request_id", "")
     principal = g.get("principal")
     seconds = time.perf_counter() - g.get("started", time.perf_counter())
-    metrics().observe_request(request.endpoint or "unmatched", request.method, response.status_code, seconds)
+    method = request.method if request.method in HTTP_METHODS else "other"  # a client must not mint label values
+    try:
+        metrics().observe_request(request.endpoint or "unmatched", method, response.status_code, seconds)
+    except Exception:  # counting must never fail an answer (a write may already have committed)
+        error_log.exception("could not count %s %s in the metrics", request.method, request.path)
     access_log.info(json.dumps({
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "request_id": g.get("request_id", ""),

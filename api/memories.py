@@ -58,7 +58,7 @@ def save() -> tuple[Response, int]:
 @after_position
 def search() -> tuple[Response, int]:
     body = load(SearchMemoriesRequest(), json_object())
-    with services().database.snapshot(), services().database.read() as conn:  # the catch-up and the rows: one read
+    with services().database.read() as conn:
         return memory_list(services().search.memories(conn, _visible(body), body["query"], body["limit"]))
 
 

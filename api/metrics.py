@@ -60,7 +60,8 @@ class Metrics:
 
 
 class ServiceState(Collector):
-    """Gauges read when scraped: nothing to keep in step, and a scrape never waits on the search index."""
+    """Gauges read when scraped: nothing to keep in step; of the search index only its shape (a brief lock),
+    never a catch-up."""
 
     def __init__(self, services: Services) -> None:
         self.services = services

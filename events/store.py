@@ -195,4 +195,5 @@ def _recorded(row: Row[Any]) -> RecordedEvent:
 
 
 _FIELDS = [field.name for field in dataclasses.fields(RecordedEvent)]
-assert [column.name for column in events.columns] == _FIELDS, "events' columns must follow RecordedEvent's fields"
+if [column.name for column in events.columns] != _FIELDS:
+    raise RuntimeError("the events table's columns must follow RecordedEvent's fields, in order")

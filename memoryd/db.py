@@ -35,36 +35,45 @@ class Database:
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
-        """A read transaction of its own, or the thread's open ``snapshot``."""
-        if (held := getattr(self._snapshot, "conn", None)) is not None:
-            yield held
+        """A read transaction of its own, or the thread's open ``snapshot`` (begun by its first read)."""
+        snapshot = getattr(self._snapshot, "open", None)
+        if snapshot is None:
+            with self.engine.connect() as conn, conn.begin():
+                yield conn
             return
-        with self.engine.connect() as conn, conn.begin():
-            yield conn
+        if not snapshot:  # the snapshot's first read: only now is a connection taken from the pool
+            conn = self.engine.connect()
+            conn.begin()
+            snapshot.append(conn)
+        yield snapshot[0]
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
         """One read transaction that every ``read`` on this thread joins until it closes; no writes inside.
 
-        The reads of one call (a turn reads its session's workstream, the log's tail and
-        the versions it renders) pay for one connection and one transaction instead of one
-        each, and on SQLite see one state of the database (PostgreSQL's READ COMMITTED gives
-        each statement its own, as in any read).
+        The reads of one call (a turn reads the log's tail for the index and its session's
+        workstream) pay for one connection and one transaction instead of one each. The
+        connection is taken at the first read, so waiting for a lock before it holds none.
+        On SQLite the reads see one state of the database; on PostgreSQL (READ COMMITTED) each
+        statement its own, and a statement that fails leaves the rest of the snapshot unusable:
+        let the error end it. The shared search index may be ahead of the snapshot: read what
+        must match what it ranked (rows, versions) after the snapshot closes.
         """
-        if getattr(self._snapshot, "conn", None) is not None:
+        if getattr(self._snapshot, "open", None) is not None:
             yield
             return
-        with self.engine.connect() as conn, conn.begin():
-            self._snapshot.conn = conn
-            try:
-                yield
-            finally:
-                self._snapshot.conn = None
-
+        held: list[Connection] = []
+        self._snapshot.open = held
+        try:
+            yield
+        finally:
+            self._snapshot.open = None
+            for conn in held:
+                conn.close()  # rolls the read transaction back: nothing was written
     @contextmanager
     def write(self) -> Iterator[Connection]:
         """A transaction that commits on success and rolls back on any error."""
-        if getattr(self._snapshot, "conn", None) is not None:
+        if getattr(self._snapshot, "open", None) is not None:
             raise RuntimeError("a write inside a snapshot: the snapshot's later reads would not see it")
         with self._writer.begin() as conn:
             yield conn

@@ -140,3 +140,17 @@ def _get(port: int, path: str) -> tuple[int, str]:
         return response.status, response.read().decode()
     finally:
         connection.close()
+
+
+def test_a_client_cannot_mint_label_values_and_counting_never_fails_an_answer(alice: Any, monkeypatch: Any) -> None:
+    assert alice.request("BREW", "/healthz").status_code == 405
+    samples = scrape(alice.client)
+    assert requests(samples, "unmatched", "other", 405) == 1  # no route takes BREW
+    assert "BREW" not in str(samples)
+
+    def broken(*_: Any) -> None:
+        raise FileNotFoundError("the multiprocess directory was removed")
+
+    monkeypatch.setattr(alice.client.application.extensions["memoryd.metrics"], "observe_request", broken)
+    assert alice.save("still_saved").status_code == 201
+    assert alice.get("/v1/api/memories/still_saved").status_code == 200

@@ -74,7 +74,8 @@ def answer_with(index: SearchIndex, where: MemoryFilter, query: str, limit: int,
 UNPRUNED = {"prune_from": math.inf}  # no query touches that many postings: every posting gets scored
 EAGER = {"prune_from": 0, "scan_cost": 0, "lookup_cost": 0}  # prune whenever the bound allows, by lookups
 PRUNING = {"prune_from": 0}  # prune as the cost model decides, however small the query
-TERM_BY_TERM = {"flat_postings": 0}  # every part gathered term by term, as big segments are, never flat
+TERM_BY_TERM = {"flat_postings": 0}  # every segment gathered term by term, as big ones are (a delta is always flat)
+FLAT = {"flat_postings": 10**9}  # every segment gathered flat, as small ones are
 
 
 corpora = st.lists(
@@ -300,7 +301,7 @@ def test_a_snapshot_from_another_index_version_is_refused_and_the_log_rebuilds_i
     assert [h.memory_id for h in later.search.search(GLOBAL, "buildkite", 5)] == [saved.memory.memory_id]
 
 
-@pytest.mark.parametrize("gathering", [{}, TERM_BY_TERM], ids=["flat", "term-by-term"])
+@pytest.mark.parametrize("gathering", [FLAT, TERM_BY_TERM], ids=["flat", "term-by-term"])
 @pytest.mark.parametrize("removals", [6, 900], ids=["few-tombstones-score-zero", "many-tombstones-filtered"])
 def test_tombstones_in_a_big_segment_score_exactly_as_a_fresh_index(removals, gathering):
     rng = random.Random(removals)

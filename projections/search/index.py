@@ -55,7 +55,8 @@ class Candidate:
 @dataclass(frozen=True)
 class Statistics:
     """What BM25 counts over a caller's visible memories. Split by namespace over several indexes (shards),
-    their statistics add up to the whole's, so each shard scores exactly as one index would."""
+    their statistics add up to the whole's, so each shard scores exactly as one index would, provided every
+    shard answers both calls at the same log position."""
 
     documents: int
     length: int  # their length in tokens
@@ -325,6 +326,8 @@ class SearchIndex(Merges):
         if limit <= 0 or (gathering := self._gathering(where, words)) is None:
             return []
         documents, length = (given.documents, given.length) if given else (gathering.documents, gathering.length)
+        if not documents:  # statistics of another moment than this index's: nothing to score against
+            return []
         frequencies = [given.frequencies.get(word, 0) for word in gathering.words] if given else gathering.frequencies
         weights = [times * idf(documents, df) * (self.k1 + 1) if df else 0.0
                    for times, df in zip(gathering.times, frequencies)]

@@ -78,10 +78,11 @@ class SearchService:
             self._keep(read, supersedes)
         return found
 
-    def _keep(self, versions: dict[int, Memory], supersedes: int) -> None:
-        """Keep these versions, the newest used last, unless a supersede landed since ``supersedes`` was read."""
+    def _keep(self, versions: dict[int, Memory], supersedes: int | None = None) -> None:
+        """Keep these versions, the newest used last; read ones (``supersedes`` counted before the read) only if
+        no supersede landed since."""
         with self._versions_lock:
-            if supersedes != self._supersedes:  # a version read before a supersede may be the superseded one
+            if supersedes is not None and supersedes != self._supersedes:  # it may have been the superseded one
                 return
             self._versions.update(versions)
             while len(self._versions) > VERSIONS_KEPT:
@@ -174,19 +175,28 @@ class SearchService:
                 return fault
 
     def _apply(self, index: SearchIndex, batch: list[RecordedEvent]) -> Fault | None:
-        """Apply the batch; an event that fails is replaced by its stand-in, or stops the index before it."""
+        """Apply the batch; an event that fails is replaced by its stand-in, or stops the index before it.
+
+        The live index's batch, once applied whole, leaves the versions it indexed in the
+        versions kept: those a turn is likeliest to render next.
+        """
+        indexed: dict[int, Memory] = {}
         for recorded in batch:
             if recorded.event_type == EventSuperseded.event_type:
+                superseded = int(recorded.payload["position"])
+                indexed.pop(superseded, None)
                 with self._versions_lock:
-                    self._versions.pop(int(recorded.payload["position"]), None)
+                    self._versions.pop(superseded, None)
                     self._supersedes += 1
             try:
-                if (indexed := index.apply(recorded)) is not None:  # the version a turn is likeliest to render next
-                    self._keep({recorded.position: indexed}, self._supersedes)
+                if (memory := index.apply(recorded)) is not None:
+                    indexed[recorded.position] = memory
             except Exception as error:
                 with self.store.database.read() as conn:
                     stand_in = self.store.stand_in(conn, recorded)
                 if stand_in is None:
                     return Fault(NAME, recorded.position, recorded.event_type, f"{type(error).__name__}: {error}")
                 index.apply(stand_in)
+        if index is self._index:
+            self._keep(indexed)
         return None

@@ -136,15 +136,14 @@ class TurnComposer:
     def compose(self, session: Session, request: TurnRequest) -> Turn:
         """This turn's block, hint and nudges; recorded unless ``request.preview``."""
         self._check(request)
-        with self.database.snapshot():  # the draft's reads see one state, and share one transaction
-            draft, kinds = self._draft(session, request)  # a retried turn_id is found, and replayed, by _record
-            if request.preview:
-                if not kinds:
-                    return draft
-                with self.database.read() as conn:
-                    delivered = records.deliveries(conn, session.session_id)
-                due = [kind for kind in kinds if self._cooled(delivered.get(kind))]
-                return replace(draft, nudges=[nudges.nudge(kind) for kind in due])
+        draft, kinds = self._draft(session, request)  # a retried turn_id is found, and replayed, by _record
+        if request.preview:
+            if not kinds:
+                return draft
+            with self.database.read() as conn:
+                delivered = records.deliveries(conn, session.session_id)
+            due = [kind for kind in kinds if self._cooled(delivered.get(kind))]
+            return replace(draft, nudges=[nudges.nudge(kind) for kind in due])
         return self._record(session, request, draft, kinds)
 
     def signal(self, session: Session, signal: Signal) -> list[nudges.Nudge]:
@@ -202,20 +201,28 @@ class TurnComposer:
     def _draft(self, session: Session, request: TurnRequest) -> tuple[Turn, list[str]]:
         """The turn as composed now (nothing recorded), and the nudge types it may deliver."""
         empty = Turn(request.turn_id or None, None, 0, True, request.placement, request.system, "", "", [], 0, 0, [])
-        try:
-            scope = resolve(session, self.directory, self.store)
-        except WorkstreamGone as gone:
-            return replace(empty, memory_enabled=False, degraded=str(gone)), []
-        if not scope.memory_enabled:
-            return replace(empty, memory_enabled=False), []
         k = request.relevance_k or self.settings.relevance_k
-        try:  # the index ranks the whole envelope exactly: the top k of fetch_limit candidates are its top k
-            found = self.search.candidates(scope.envelope_filter(), request.context, min(k, self.settings.fetch_limit))
+        with self.database.snapshot():  # the log's tail for the index and the session's workstream: one transaction
+            try:
+                self.search.catch_up()  # first: its lock is waited for before the snapshot holds a connection
+            except Exception:  # the candidates below catch up again, and a failure there degrades the turn
+                pass
+            try:
+                scope = resolve(session, self.directory, self.store)
+            except WorkstreamGone as gone:
+                return replace(empty, memory_enabled=False, degraded=str(gone)), []
+            if not scope.memory_enabled:
+                return replace(empty, memory_enabled=False), []
+            try:  # the index ranks the whole envelope exactly: the top k of fetch_limit candidates are its top k
+                found = self.search.candidates(scope.envelope_filter(), request.context,
+                                               min(k, self.settings.fetch_limit))
+            except Exception as error:  # retrieval must never fail the turn: the runtime still gets its messages
+                return self._degraded(empty, session, error), []
+        try:  # after the snapshot, which the shared index may have passed: the versions it ranked are all there
             chosen, below_floor = _chosen(found.ranked, k, request.min_score)
             versions = self.search.versions([candidate.position for candidate in chosen])
-        except Exception as error:  # retrieval must never fail the turn: the runtime still gets its messages
-            log.exception("memory retrieval failed for session %s", session.session_id)
-            return replace(empty, degraded=f"memory retrieval failed ({type(error).__name__})"), []
+        except Exception as error:
+            return self._degraded(empty, session, error), []
         degraded = None
         if request.min_position > found.position:
             fault = self.search.fault
@@ -235,6 +242,11 @@ class TurnComposer:
                         in_scope=found.in_scope, candidates=len(found.ranked), degraded=degraded,
                         dropped={"floor": below_floor, "budget": len(shown) - rendered.kept})
         return draft, kinds
+
+    @staticmethod
+    def _degraded(empty: Turn, session: Session, error: Exception) -> Turn:
+        log.exception("memory retrieval failed for session %s", session.session_id, exc_info=error)
+        return replace(empty, degraded=f"memory retrieval failed ({type(error).__name__})")
 
     def _conversation_length(self, session: Session, request: TurnRequest) -> int:
         """Messages so far; with ``query`` only, the session's first turn counts as its first message."""
