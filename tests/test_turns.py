@@ -14,6 +14,7 @@ import hashlib
 import pytest
 
 from memoryd.config import MemorySettings
+from projections.search import SearchIndex
 from tests.helpers import PROJECTS, World
 
 
@@ -272,13 +273,17 @@ def test_the_transport_errors_of_the_session_routes(world: World, agent):
     assert agent.client.post(path, data="[1]", headers=agent.headers, content_type="application/json").status_code == 400
 
 
-def test_a_failure_inside_retrieval_degrades_to_an_empty_block_never_a_500(agent, services, monkeypatch):
+@pytest.mark.parametrize("failing", ["catching up", "ranking"])
+def test_a_failure_inside_retrieval_degrades_to_an_empty_block_never_a_500(agent, services, monkeypatch, failing):
     agent.save("deploy_process", "deploy with buildkite")
 
     def broken(*args, **kwargs):
         raise RuntimeError("index on fire")
 
-    monkeypatch.setattr(services.search, "candidates", broken)
+    if failing == "catching up":
+        monkeypatch.setattr(services.search, "catch_up", broken)
+    else:
+        monkeypatch.setattr(SearchIndex, "candidates", broken)
     turn = agent.turn("deploy", system="You are helpful.")
     assert turn["block"] == "" and turn["items"] == [] and "RuntimeError" in turn["degraded"]
     assert turn["system_message"]["content"] == "You are helpful." and turn["receipt_id"]

@@ -50,7 +50,7 @@ from memoryd.domain import Memory, utc_timestamp
 from memoryd.errors import Conflict, ValidationError
 from memoryd.sessions import Session
 from projections.queries import record_access
-from projections.search import Candidate, SearchService
+from projections.search import Candidate, SearchIndex, SearchService
 
 log = logging.getLogger(__name__)
 PURGE_EVERY_SECONDS = 3_600.0
@@ -203,20 +203,21 @@ class TurnComposer:
         empty = Turn(request.turn_id or None, None, 0, True, request.placement, request.system, "", "", [], 0, 0, [])
         k = request.relevance_k or self.settings.relevance_k
         with self.database.snapshot():  # the log's tail for the index and the session's workstream: one transaction
-            try:
-                self.search.catch_up()  # first: its lock is waited for before the snapshot holds a connection
-            except Exception:  # the candidates below catch up again, and a failure there degrades the turn
-                pass
+            try:  # first: the index's lock is waited for before the snapshot holds a connection
+                caught_up: SearchIndex | Exception = self.search.catch_up()
+            except Exception as error:
+                caught_up = error
             try:
                 scope = resolve(session, self.directory, self.store)
             except WorkstreamGone as gone:
                 return replace(empty, memory_enabled=False, degraded=str(gone)), []
             if not scope.memory_enabled:
                 return replace(empty, memory_enabled=False), []
+            if isinstance(caught_up, Exception):  # retrieval must never fail the turn: the runtime still gets its messages
+                return self._degraded(empty, session, caught_up), []
             try:  # the index ranks the whole envelope exactly: the top k of fetch_limit candidates are its top k
-                found = self.search.candidates(scope.envelope_filter(), request.context,
-                                               min(k, self.settings.fetch_limit))
-            except Exception as error:  # retrieval must never fail the turn: the runtime still gets its messages
+                found = caught_up.candidates(scope.envelope_filter(), request.context, min(k, self.settings.fetch_limit))
+            except Exception as error:
                 return self._degraded(empty, session, error), []
         try:  # after the snapshot, which the shared index may have passed: the versions it ranked are all there
             chosen, below_floor = _chosen(found.ranked, k, request.min_score)
