@@ -43,8 +43,8 @@ class Flat(NamedTuple):
     bounds: np.ndarray  # term t's postings are [bounds[t], bounds[t + 1])
 
 
-EMPTY = Postings(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.uint16), None)
 NOTHING = np.empty(0, np.int32)
+EMPTY = Postings(NOTHING, NOTHING, np.empty(0, np.uint16), None)  # positions are documents, as when all are visible
 
 
 class Gathered:
@@ -105,5 +105,7 @@ def _join(terms: list[Postings]) -> Flat:
     for (_, _, _, zero), start in zip(terms, bounds.tolist()):
         if zero is not None:
             tfs[zero + start] = 0  # a copy: a tombstone scores tf 0 / (0 + norm), nothing
-    return Flat(np.concatenate([postings.positions for postings in terms]),
-                np.concatenate([postings.documents for postings in terms]), tfs, bounds)
+    documents = np.concatenate([postings.documents for postings in terms])
+    if all(postings.positions is postings.documents for postings in terms):  # every document visible: one array
+        return Flat(documents, documents, tfs, bounds)
+    return Flat(np.concatenate([postings.positions for postings in terms]), documents, tfs, bounds)
