@@ -70,6 +70,7 @@ class Database:
             self._snapshot.open = None
             for conn in held:
                 conn.close()  # rolls the read transaction back: nothing was written
+
     @contextmanager
     def write(self) -> Iterator[Connection]:
         """A transaction that commits on success and rolls back on any error."""

@@ -12,7 +12,7 @@ import threading
 from typing import Any
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import select, text, update
 
 from events.idempotency import IdempotencyClaim
 from events.types import EventMetadata, MemorySaved, memory_stream_id
@@ -163,3 +163,20 @@ def test_a_snapshot_sees_one_state_on_sqlite_and_each_statement_its_own_on_postg
         inside = store.head_position()
     assert store.head_position() > before
     assert inside == (before if database.dialect == "sqlite" else store.head_position())
+
+
+def test_a_turn_whose_catch_up_fails_in_the_database_degrades_and_still_resolves_its_session(
+        any_services: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memoryd.app.turn import TurnRequest
+
+    user = any_services.directory.create_user("u")
+    session, _ = any_services.sessions.create("interactive", any_services.directory.create_workstream(user, "w"), user)
+    saved(any_services, "deploy_steps", "run the migrations first")
+
+    def failing(conn: Any, position: int, limit: int) -> list[Any]:
+        conn.execute(text("SELECT * FROM no_such_table"))  # on PostgreSQL this also aborts the transaction
+        return []
+
+    monkeypatch.setattr(any_services.store, "read_after", failing)
+    turn = any_services.turns.compose(session, TurnRequest.parse({"query": "migrations", "preview": True}))
+    assert turn.memory_enabled and turn.items == [] and "memory retrieval failed" in (turn.degraded or "")

@@ -40,7 +40,7 @@ import memoryd.app.turn.nudges as nudges
 import memoryd.app.turn.records as records
 from events.store import EventStore
 from events.streams import memory_versions
-from memoryd.app.scope import WorkstreamGone, resolve
+from memoryd.app.scope import SessionScope, WorkstreamGone, resolve
 from memoryd.app.turn.conversation import conversation_length
 from memoryd.app.turn.request import Signal, TurnRequest
 from memoryd.config import MemorySettings
@@ -207,18 +207,19 @@ class TurnComposer:
                 caught_up: SearchIndex | Exception = self.search.catch_up()
             except Exception as error:
                 caught_up = error
-            try:
-                scope = resolve(session, self.directory, self.store)
-            except WorkstreamGone as gone:
-                return replace(empty, memory_enabled=False, degraded=str(gone)), []
-            if not scope.memory_enabled:
-                return replace(empty, memory_enabled=False), []
-            if isinstance(caught_up, Exception):  # retrieval must never fail the turn: the runtime still gets its messages
-                return self._degraded(empty, session, caught_up), []
-            try:  # the index ranks the whole envelope exactly: the top k of fetch_limit candidates are its top k
-                found = caught_up.candidates(scope.envelope_filter(), request.context, min(k, self.settings.fetch_limit))
-            except Exception as error:
-                return self._degraded(empty, session, error), []
+            scope = None if isinstance(caught_up, Exception) else self._scope(session)
+        if scope is None:  # the failed catch-up may have ended the snapshot's transaction (PostgreSQL): a read of its own
+            scope = self._scope(session)
+        if isinstance(scope, WorkstreamGone):
+            return replace(empty, memory_enabled=False, degraded=str(scope)), []
+        if not scope.memory_enabled:
+            return replace(empty, memory_enabled=False), []
+        if isinstance(caught_up, Exception):  # retrieval must never fail the turn: the runtime still gets its messages
+            return self._degraded(empty, session, caught_up), []
+        try:  # the index ranks the whole envelope exactly: the top k of fetch_limit candidates are its top k
+            found = caught_up.candidates(scope.envelope_filter(), request.context, min(k, self.settings.fetch_limit))
+        except Exception as error:
+            return self._degraded(empty, session, error), []
         try:  # after the snapshot, which the shared index may have passed: the versions it ranked are all there
             chosen, below_floor = _chosen(found.ranked, k, request.min_score)
             versions = self.search.versions([candidate.position for candidate in chosen])
@@ -243,6 +244,12 @@ class TurnComposer:
                         in_scope=found.in_scope, candidates=len(found.ranked), degraded=degraded,
                         dropped={"floor": below_floor, "budget": len(shown) - rendered.kept})
         return draft, kinds
+
+    def _scope(self, session: Session) -> SessionScope | WorkstreamGone:
+        try:
+            return resolve(session, self.directory, self.store)
+        except WorkstreamGone as gone:
+            return gone
 
     @staticmethod
     def _degraded(empty: Turn, session: Session, error: Exception) -> Turn:
