@@ -18,13 +18,20 @@ from tests.conftest import _caller_factory, make_services
 from tests.helpers import World, free_port, wait_until_serving
 from tests.test_projection_faults import a_memory, plant
 
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
-def scrape(client: Any) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+
+def parsed(text: str) -> Samples:
+    """Every sample, by name and sorted labels, as Prometheus' own parser reads the exposition."""
+    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(text) for sample in family.samples}
+
+
+def scrape(client: Any) -> Samples:
     response = client.get("/metrics")  # no token: like /healthz
     assert response.status_code == 200
     assert response.headers["Content-Type"].startswith("text/plain; version=")
-    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
-            for family in text_string_to_metric_families(response.get_data(as_text=True)) for sample in family.samples}
+    return parsed(response.get_data(as_text=True))
 
 
 def requests(samples: dict, route: str, method: str, status: int) -> float:
@@ -127,9 +134,8 @@ def counters(shared: Path) -> list[str]:
 def healthz_counted(answer: tuple[int, str]) -> float:
     status, text = answer
     assert status == 200
-    samples = {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
-               for family in text_string_to_metric_families(text) for sample in family.samples}
-    return samples[("memoryd_http_requests_total", (("method", "GET"), ("route", "health.healthz"), ("status", "200")))]
+    return parsed(text)[("memoryd_http_requests_total", (("method", "GET"), ("route", "health.healthz"),
+                                                          ("status", "200")))]
 
 
 def _get(port: int, path: str) -> tuple[int, str]:

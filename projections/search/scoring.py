@@ -47,6 +47,14 @@ def cut_for(scores: np.ndarray, limit: int, block: int = 512) -> float:
     return float(np.partition(maxima, blocks - limit)[blocks - limit])
 
 
+def _summed(where: list[np.ndarray], contributions: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The documents ``where`` names (ascending) and what their ``contributions`` add up to, in array order."""
+    if not sum(len(positions) for positions in where):
+        return NOTHING, np.empty(0)
+    documents, inverse = np.unique(np.concatenate(where), return_inverse=True)
+    return documents, np.bincount(inverse, weights=np.concatenate(contributions))
+
+
 class Scorer:
     """Scores gathered postings with Okapi BM25 (``k1``, ``b``), pruning as ``tuning`` says."""
 
@@ -260,10 +268,7 @@ class Scorer:
                 sums.append(np.bincount(positions, weights=scored, minlength=part.space))
         if not sparse:
             return np.arange(bases[-1]), np.concatenate(sums) if sums else np.empty(0)
-        if not found:
-            return NOTHING, np.empty(0)
-        documents, inverse = np.unique(np.concatenate(found), return_inverse=True)
-        return documents, np.bincount(inverse, weights=np.concatenate(sums))
+        return _summed(found, sums)
 
     def _totals_by_term(self, parts: list[Gathered], bases: list[int], order: list[int], weights: list[float],
                         average_length: float, sparse: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -274,11 +279,7 @@ class Scorer:
             for where, contributions in scored:
                 np.add.at(totals, where, contributions)
             return np.arange(bases[-1]), totals
-        scored = [(where, contributions) for where, contributions in scored if len(where)]
-        if not scored:
-            return NOTHING, np.empty(0)
-        documents, inverse = np.unique(np.concatenate([where for where, _ in scored]), return_inverse=True)
-        return documents, np.bincount(inverse, weights=np.concatenate([contributions for _, contributions in scored]))
+        return _summed([where for where, _ in scored], [contributions for _, contributions in scored])
 
     def _term_scores(self, parts: list[Gathered], bases: list[int], term: int, weight: float,
                      average_length: float) -> tuple[np.ndarray, np.ndarray]:
