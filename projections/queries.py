@@ -6,10 +6,11 @@ by tool reads) folded into ``last_accessed`` and ``access_count``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import Connection, Integer, Select, and_, bindparam, func, or_, select
+from sqlalchemy import Connection, Integer, Result, Select, and_, bindparam, func, or_, select, union_all
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -30,13 +31,15 @@ def _rows() -> Select[Any]:
     ).select_from(memories.outerjoin(memory_access, memory_access.c.memory_id == memories.c.memory_id))
 
 
-def _newest(scoped: bool | None, typed: bool) -> Select[Any]:
-    """A page of the newest rows: of a scope (and scope id), and of a type, as bound parameters; built once."""
+def _newest(scoped: bool | None, typed: bool, suffix: str = "") -> Select[Any]:
+    """A page of the newest rows: of a scope (and scope id), and of a type, as bound parameters; built once.
+
+    ``suffix`` names the scope's parameters apart, for several such reads in one statement."""
     query = _rows()
     if scoped is not None:
-        query = query.where(memories.c.scope == bindparam("scope"))
+        query = query.where(memories.c.scope == bindparam(f"scope{suffix}"))
     if scoped:
-        query = query.where(memories.c.scope_id == bindparam("scope_id"))
+        query = query.where(memories.c.scope_id == bindparam(f"scope_id{suffix}"))
     if typed:
         query = query.where(memories.c.type == bindparam("type"))
     return query.order_by(memories.c.updated.desc(), memories.c.memory_id).limit(bindparam("limit", type_=Integer))
@@ -48,21 +51,47 @@ _NEWEST = {(scoped, typed): _newest(scoped, typed) for scoped in (None, False, T
 def list_memories(conn: Connection, where: MemoryFilter, limit: int) -> list[dict[str, Any]]:
     """The ``limit`` most recently updated memories ``where`` admits (updated, newest first, then id).
 
-    One index range read per scope pattern, each stopping at ``limit`` rows, merged here: a page costs what
-    the page costs, however many memories the caller cannot see (an ``OR`` over the patterns would make the
-    database read and sort every row).
+    One statement: an index range read per scope pattern, each stopping at ``limit`` rows, merged and cut
+    to ``limit`` by the database. A page costs what the page costs, however many memories the caller
+    cannot see (an ``OR`` over the patterns would make the database read and sort every row), in one
+    round trip and one snapshot.
     """
-    values = {"type": where.type, "limit": limit}
+    values: dict[str, Any] = {"type": where.type, "limit": limit}
     if where.scopes is None:
-        return [dict(row._mapping) for row in conn.execute(_NEWEST[(None, bool(where.type))], values)]
-    found: dict[str, dict[str, Any]] = {}
-    for pattern in dict.fromkeys(where.scopes):
-        read = _NEWEST[(pattern.scope_id is not None, bool(where.type))]
-        for row in conn.execute(read, values | {"scope": pattern.scope, "scope_id": pattern.scope_id}):
-            found.setdefault(row.memory_id, dict(row._mapping))
-    page = sorted(found.values(), key=lambda row: row["memory_id"])
-    page.sort(key=lambda row: row["updated"], reverse=True)
-    return page[:limit]
+        return _dicts(conn.execute(_NEWEST[(None, bool(where.type))], values))
+    patterns = _distinct(where.scopes)
+    for number, pattern in enumerate(patterns):
+        values |= {f"scope_{number}": pattern.scope, f"scope_id_{number}": pattern.scope_id}
+    statement = _merged(tuple(pattern.scope_id is not None for pattern in patterns), bool(where.type))
+    return _dicts(conn.execute(statement, values))
+
+
+def _dicts(result: Result[Any]) -> list[dict[str, Any]]:
+    """Every row as a dict, the keys taken once (a row's ``_mapping`` per row costs a page as much as its read)."""
+    keys = list(result.keys())
+    return [dict(zip(keys, row)) for row in result.all()]
+
+
+def _distinct(patterns: tuple[ScopePattern, ...]) -> list[ScopePattern]:
+    """The patterns without repeats, and without a namespace whose whole scope is listed too: no row twice."""
+    whole = {pattern.scope for pattern in patterns if pattern.scope_id is None}
+    return [pattern for pattern in dict.fromkeys(patterns) if pattern.scope_id is None or pattern.scope not in whole]
+
+
+@functools.lru_cache(maxsize=64)
+def _merged(shape: tuple[bool, ...], typed: bool) -> Select[Any]:
+    """The page of several patterns as one statement, built once per shape (which patterns name a scope id).
+
+    Each pattern is a ``_newest`` read with parameters of its own, wrapped as a subquery so that it keeps
+    its order and limit (a member of a ``UNION`` may not have them); the outer query merges at most
+    ``len(shape) * limit`` rows to the page.
+    """
+    if len(shape) == 1:
+        return _newest(shape[0], typed, "_0")
+    reads = [select(read) for read in
+             (_newest(scoped, typed, f"_{number}").subquery() for number, scoped in enumerate(shape))]
+    page = union_all(*reads).subquery("page")
+    return select(page).order_by(page.c.updated.desc(), page.c.memory_id).limit(bindparam("limit", type_=Integer))
 
 
 def find_memory(conn: Connection, name: str, namespace: Namespace) -> dict[str, Any] | None:
@@ -120,7 +149,7 @@ def memories_in_order(conn: Connection, memory_ids: list[str]) -> list[dict[str,
     """The rows of these memories, in the given order (ids the table lacks are left out)."""
     if not memory_ids:
         return []
-    found = {row.memory_id: dict(row._mapping) for row in conn.execute(_BY_IDS, {"memory_ids": memory_ids})}
+    found = {row["memory_id"]: row for row in _dicts(conn.execute(_BY_IDS, {"memory_ids": memory_ids}))}
     return [found[memory_id] for memory_id in memory_ids if memory_id in found]
 
 

@@ -8,14 +8,14 @@ from dataclasses import replace
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 
 from commands.model import DeleteMemory, SaveMemory
 from events.types import EventMetadata, MemoryDeleted, MemoryUpdated, RecordedEvent
 from memoryd.domain import MEMORY_TYPES, Namespace
 from memoryd.schema import structured_memories
 from projections.filters import MemoryFilter, ScopePattern
-from projections.queries import _NEWEST, count_memories, list_memories
+from projections.queries import _NEWEST, _merged, count_memories, list_memories
 from tests.conftest import make_services
 from tests.helpers import memory_counts_by_namespace, rebuild_equals_live, table_rows
 
@@ -111,6 +111,51 @@ def test_every_list_statement_reads_an_index_in_the_pages_order(any_services):
             assert "ix_structured_memories_" in plan, (shape, plan)
             assert not any(word in plan for word in ("Seq Scan on structured_memories", "Sort", "TEMP B-TREE")), \
                 (shape, plan)
+
+
+ENVELOPES = {(False, True): ("global", "user"), (False, True, True, True): ("global", "workstream", "user", "project"),
+             (True, True): ("user", "user")}
+
+
+@pytest.mark.parametrize("typed", [False, True])
+@pytest.mark.parametrize("shape", list(ENVELOPES))
+def test_a_page_of_several_patterns_is_one_statement_of_index_reads_merged(any_services, shape, typed):
+    """Several patterns are one statement, each pattern an index read of at most ``limit`` rows in the page's
+    order, merged: PostgreSQL merges the ordered reads (``Merge Append``, no sort); SQLite sorts only each
+    read's own rows (a temporary B-tree over a subquery's output, never over the table)."""
+    churn(any_services, seed=5, writes=40)
+    values = {"type": "feedback" if typed else "", "limit": 100}
+    for number, (scoped, scope) in enumerate(zip(shape, ENVELOPES[shape], strict=True)):
+        values |= {f"scope_{number}": scope, f"scope_id_{number}": f"{scope[0]}{number}" if scoped else None}
+    with any_services.database.read() as conn:
+        sql = str(_merged(shape, typed).params(values).compile(conn, compile_kwargs={"literal_binds": True}))
+        if conn.dialect.name == "postgresql":
+            conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
+            conn.exec_driver_sql("SET LOCAL enable_sort = off")
+            plan = [row[0] for row in conn.exec_driver_sql("EXPLAIN (COSTS OFF) " + sql)]
+            assert "Merge Append" in plan[1], plan
+            nodes = [line.strip().removeprefix("->").strip() for line in plan]
+            assert not any(node in ("Sort", "Incremental Sort") or node.startswith("Seq Scan on structured_memories")
+                           for node in nodes), plan
+            reads = [line for line in plan if "Index" in line and "on structured_memories" in line]
+        else:
+            rows = list(conn.exec_driver_sql("EXPLAIN QUERY PLAN " + sql))
+            assert not any(row[3].startswith("SCAN structured_memories") for row in rows), rows
+            sorting = {parent for _, parent, _, detail in rows if detail.startswith("USE TEMP B-TREE")}
+            sorted_over = [detail for _, parent, _, detail in rows if parent in sorting and detail.startswith("SCAN ")]
+            assert len(sorted_over) == len(sorting) and all(d.startswith("SCAN anon_") for d in sorted_over), rows
+            reads = [row[3] for row in rows if row[3].startswith("SEARCH structured_memories")]
+    assert len(reads) == len(shape) and all("ix_structured_memories_" in read for read in reads), reads
+
+
+def test_a_page_of_the_whole_envelope_is_one_round_trip(any_services):
+    churn(any_services, seed=9, writes=40)
+    statements = []
+    where = MemoryFilter(scopes=tuple(ScopePattern(n.scope, n.scope_id) for n in NAMESPACES[:4]))
+    with any_services.database.read() as conn:
+        event.listen(conn, "before_cursor_execute", lambda *args: statements.append(args[2]))
+        page = list_memories(conn, where, 10)
+    assert len(statements) == 1 and [row["memory_id"] for row in page] == oracle(any_services, where, 10)
 
 
 def test_counts_follow_the_row_when_a_stand_in_moves_it_to_another_namespace(services):
