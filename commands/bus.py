@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Callable
-from typing import Any, Protocol, overload
+from typing import Any, Protocol, TypeVar, overload
 
 from commands.handlers import (
     Dependencies,
@@ -31,7 +33,12 @@ from commands.projects import (
 )
 from commands.supersede import SupersedeEvent, SupersedeOutcome, supersede_event
 from events.idempotency import IdempotencyClaim, IdempotencyKeys
+from events.store import ConcurrencyConflict
 from events.types import EventMetadata
+from memoryd.errors import Conflict
+
+MAX_ATTEMPTS = 25
+R = TypeVar("R")
 
 HANDLERS: dict[type, Callable[..., Any]] = {
     SaveMemory: save_memory,
@@ -57,7 +64,11 @@ AnyOutcome = Outcome | ProjectOutcome | SupersedeOutcome
 class Dispatcher(Protocol):
     """Gets projections to catch up after an append (in-process, or via workers)."""
 
-    def appended(self, position: int) -> None: ...
+    def appending(self, position: int) -> None:
+        """Inside the command's transaction, after its append: an in-process projection commits with it."""
+
+    def appended(self, position: int) -> None:
+        """After the command's transaction committed: workers are told there is something to project."""
 
 
 class CommandBus:
@@ -80,16 +91,35 @@ class CommandBus:
 
     def handle(self, command: AnyCommand, metadata: EventMetadata, claim: IdempotencyClaim | None = None
                ) -> AnyOutcome:
-        """Run the command; with ``claim``, its key is taken atomically with the append."""
+        """Run the command in one transaction (load, decide, append, and an in-process projection); with
+        ``claim``, its key is taken atomically with the append."""
         take_key = (lambda conn, position: self.keys.claim(conn, claim, position)) if claim else None
-        outcome: AnyOutcome = HANDLERS[type(command)](command, metadata, self.deps, take_key)
+        handler = HANDLERS[type(command)]
+        outcome: AnyOutcome = self._in_one_transaction(lambda: handler(command, metadata, self.deps, take_key),
+                                                       lambda outcome: outcome.position)
         if outcome.position is not None:
             self.dispatcher.appended(outcome.position)
         return outcome
 
     def handle_many(self, commands: list[SaveMemory], metadata: EventMetadata) -> list[Outcome]:
         """Save a batch in one transaction (bulk imports), then tell the projections once."""
-        outcomes = save_many(commands, metadata, self.deps)
+        outcomes = self._in_one_transaction(lambda: save_many(commands, metadata, self.deps),
+                                            lambda outcomes: outcomes[-1].position if outcomes else None)
         if outcomes:
             self.dispatcher.appended(outcomes[-1].position)
         return outcomes
+
+    def _in_one_transaction(self, run: Callable[[], R], position_of: Callable[[R], int | None]) -> R:
+        """``run`` and the in-process projection in one transaction; when another writer appended to the same
+        stream first, all of it is rolled back and run again on the new state, a bounded number of times."""
+        for attempt in range(MAX_ATTEMPTS):
+            try:
+                with self.deps.store.database.unit():
+                    outcome = run()
+                    if (position := position_of(outcome)) is not None:
+                        self.dispatcher.appending(position)
+                return outcome
+            except ConcurrencyConflict as conflict:
+                lost = conflict
+                time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
+        raise Conflict(f"too many concurrent writes ({lost}); try again")

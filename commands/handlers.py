@@ -3,13 +3,12 @@
 A memory's stream is its identity ``(name, scope, scope_id)``. Its newest
 event holds the whole current state (or says it was deleted), so loading is
 one indexed read however long the history. When another writer appended
-first, the handler reloads and decides again, a bounded number of times.
+first, the append raises ``ConcurrencyConflict``; the bus runs the handler
+again in a new transaction, a bounded number of times.
 """
 
 from __future__ import annotations
 
-import random
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -18,7 +17,7 @@ from typing import Protocol, TypeVar
 from sqlalchemy import Connection
 
 from commands.model import DeleteMemory, DeleteMemoryById, SaveMemory
-from events.store import ConcurrencyConflict, EventStore
+from events.store import EventStore
 from events.streams import current_memory
 from events.types import (
     DomainEvent,
@@ -31,9 +30,8 @@ from events.types import (
     memory_stream_id,
 )
 from memoryd.domain import DEFAULT_TYPE, Memory, Namespace, utc_timestamp
-from memoryd.errors import Conflict, NotFound
+from memoryd.errors import NotFound
 
-MAX_ATTEMPTS = 25
 Claim = Callable[[Connection, int], None] | None  # runs in the append's transaction (idempotency keys)
 
 
@@ -136,40 +134,27 @@ def append_decision(
     deps: Dependencies,
     claim: Claim = None,
 ) -> tuple[E, int]:
-    """Load the stream's newest event, decide, append at that version; on a race, again."""
-    for attempt in range(MAX_ATTEMPTS):
-        last = deps.store.last_event(stream_id)
-        event = decide(last)
-        try:
-            return event, deps.store.append(stream_id, last.stream_version if last else 0, [event], metadata, claim)
-        except ConcurrencyConflict:
-            time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
-    raise Conflict(f"too many concurrent writes to {stream_id}; try again")
+    """Load the stream's newest event, decide, append at that version (a race raises ``ConcurrencyConflict``)."""
+    last = deps.store.last_event(stream_id)
+    event = decide(last)
+    return event, deps.store.append(stream_id, last.stream_version if last else 0, [event], metadata, claim)
 
 
 def save_many(commands: list[SaveMemory], metadata: EventMetadata, deps: Dependencies) -> list[Outcome]:
-    """Save a batch in one transaction (bulk imports): decided together, appended together.
+    """Save a batch (bulk imports): decided together, appended together, all or none.
 
-    A memory saved twice in one batch is created, then updated. If another
-    writer touched any of the batch's memories meanwhile, the whole batch is
-    decided again.
+    A memory saved twice in one batch is created, then updated.
     """
-    for attempt in range(MAX_ATTEMPTS):
-        streams = [memory_stream_id(c.name, c.namespace.scope, c.namespace.scope_id) for c in commands]
-        latest = deps.store.last_events(set(streams))
-        versions = {stream: (event.stream_version if event else 0) for stream, event in latest.items()}
-        state = {stream: current_memory(event) for stream, event in latest.items()}
-        appends, created = [], []
-        for command, stream in zip(commands, streams):
-            event = _decide_save(command, state[stream], deps)
-            state[stream] = event.memory
-            versions[stream] += 1
-            appends.append((stream, versions[stream], event))
-            created.append(isinstance(event, MemorySaved))
-        try:
-            positions = deps.store.append_many(appends, metadata)
-        except ConcurrencyConflict:
-            time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
-            continue
-        return [Outcome(event.memory, new, position) for (_, _, event), new, position in zip(appends, created, positions)]
-    raise Conflict("too many concurrent writes during the batch; try again")
+    streams = [memory_stream_id(c.name, c.namespace.scope, c.namespace.scope_id) for c in commands]
+    latest = deps.store.last_events(set(streams))
+    versions = {stream: (event.stream_version if event else 0) for stream, event in latest.items()}
+    state = {stream: current_memory(event) for stream, event in latest.items()}
+    appends, created = [], []
+    for command, stream in zip(commands, streams):
+        event = _decide_save(command, state[stream], deps)
+        state[stream] = event.memory
+        versions[stream] += 1
+        appends.append((stream, versions[stream], event))
+        created.append(isinstance(event, MemorySaved))
+    positions = deps.store.append_many(appends, metadata)
+    return [Outcome(event.memory, new, position) for (_, _, event), new, position in zip(appends, created, positions)]

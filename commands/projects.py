@@ -11,13 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from commands.handlers import (
-    MAX_ATTEMPTS,
-    Claim,
-    Dependencies,
-    append_decision,
-)
-from events.store import ConcurrencyConflict
+from commands.handlers import Claim, Dependencies, append_decision
 from events.streams import current_memory, current_project
 from events.types import (
     EventMetadata,
@@ -34,7 +28,7 @@ from events.types import (
     project_stream_id,
 )
 from memoryd.domain import Namespace
-from memoryd.errors import Conflict, NotFound, ValidationError
+from memoryd.errors import NotFound, ValidationError
 from memoryd.projects import ACTIVE, ARCHIVED, Project, clean_access, clean_project_name
 
 
@@ -86,25 +80,19 @@ def delete_project(command: DeleteProject, metadata: EventMetadata, deps: Depend
                    ) -> ProjectOutcome:
     """Delete the project and, in the same append, every memory in its scope (each a memory.delete)."""
     stream = project_stream_id(command.project_id)
-    for _ in range(MAX_ATTEMPTS):
-        last = deps.store.last_event(stream)
-        project = current_project(last)
-        if project is None or last is None:
-            raise NotFound(f"project not found: {command.project_id}")
-        names = deps.locator.names_in(Namespace("project", command.project_id))
-        streams = {name: memory_stream_id(name, "project", command.project_id) for name in names}
-        latest = deps.store.last_events(set(streams.values())) if streams else {}
-        appends: list[tuple[str, int, Any]] = [(stream, last.stream_version + 1, ProjectDeleted(project))]
-        for stream_id, newest in latest.items():
-            memory = current_memory(newest)
-            if memory is not None and newest is not None:
-                appends.append((stream_id, newest.stream_version + 1, MemoryDeleted(memory)))
-        try:
-            positions = deps.store.append_many(appends, metadata, claim)
-        except ConcurrencyConflict:
-            continue
-        return ProjectOutcome(project, positions[-1])
-    raise Conflict(f"too many concurrent writes to project {command.project_id}; try again")
+    last = deps.store.last_event(stream)
+    project = current_project(last)
+    if project is None or last is None:
+        raise NotFound(f"project not found: {command.project_id}")
+    names = deps.locator.names_in(Namespace("project", command.project_id))
+    streams = {name: memory_stream_id(name, "project", command.project_id) for name in names}
+    latest = deps.store.last_events(set(streams.values())) if streams else {}
+    appends: list[tuple[str, int, Any]] = [(stream, last.stream_version + 1, ProjectDeleted(project))]
+    for stream_id, newest in latest.items():
+        memory = current_memory(newest)
+        if memory is not None and newest is not None:
+            appends.append((stream_id, newest.stream_version + 1, MemoryDeleted(memory)))
+    return ProjectOutcome(project, deps.store.append_many(appends, metadata, claim)[-1])
 
 
 def create_project(command: CreateProject, metadata: EventMetadata, deps: Dependencies, claim: Claim = None

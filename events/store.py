@@ -44,9 +44,13 @@ class ConcurrencyConflict(Exception):
     """The stream moved past the expected version; reload and decide again."""
 
 
-# Built once: the statements every search and turn runs (building a statement costs more than running it).
+# Built once: the statements every save, search and turn runs (building a statement costs more than running it).
 _AFTER = select(events).where(events.c.position > bindparam("position")).order_by(events.c.position) \
     .limit(bindparam("limit"))
+_LAST = select(events).where(events.c.stream_id == bindparam("stream_id")).order_by(events.c.stream_version.desc()) \
+    .limit(1)
+_INSERT = insert(events).returning(events.c.position)
+_ORDER_APPENDS = text("SELECT pg_advisory_xact_lock(:class, hashtext(current_schema()))")
 _AT = select(events).where(or_(events.c.position.in_(bindparam("positions", expanding=True)),
                                events.c.stream_id.in_(bindparam("streams", expanding=True)))).order_by(events.c.position)
 
@@ -83,7 +87,7 @@ class EventStore:
         try:
             with self.database.write() as conn:
                 self._order_appends(conn)
-                positions = [conn.execute(insert(events).returning(events.c.position), row).scalar_one() for row in rows]
+                positions = [conn.execute(_INSERT, row).scalar_one() for row in rows]
                 if claim is not None:
                     claim(conn, positions[-1])
         except IntegrityError as error:
@@ -105,9 +109,8 @@ class EventStore:
 
     def last_event(self, stream_id: str) -> RecordedEvent | None:
         """The newest event of a stream: it alone holds the stream's state."""
-        query = select(events).where(events.c.stream_id == stream_id).order_by(events.c.stream_version.desc()).limit(1)
         with self.database.read() as conn:
-            row = conn.execute(query).first()
+            row = conn.execute(_LAST, {"stream_id": stream_id}).first()
         return _recorded(row) if row else None
 
     def event_at(self, position: int) -> RecordedEvent | None:
@@ -167,8 +170,7 @@ class EventStore:
 
     def _order_appends(self, conn: Connection) -> None:
         if conn.dialect.name == "postgresql":
-            conn.execute(text("SELECT pg_advisory_xact_lock(:class, hashtext(current_schema()))"),
-                         {"class": APPEND_LOCK_CLASS})
+            conn.execute(_ORDER_APPENDS, {"class": APPEND_LOCK_CLASS})
 
 
 def _now() -> str:

@@ -28,6 +28,7 @@ class Database:
         self.engine = _create_engine(url)
         self._writer = self.engine.execution_options(sqlite_begin="IMMEDIATE")
         self._snapshot = threading.local()
+        self._unit = threading.local()
 
     @property
     def dialect(self) -> str:
@@ -35,7 +36,11 @@ class Database:
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
-        """A read transaction of its own, or the thread's open ``snapshot`` (begun by its first read)."""
+        """A read transaction of its own, or the thread's open ``unit`` or ``snapshot`` (begun by its first read)."""
+        unit = getattr(self._unit, "conn", None)
+        if unit is not None:
+            yield unit
+            return
         snapshot = getattr(self._snapshot, "open", None)
         if snapshot is None:
             with self.engine.connect() as conn, conn.begin():
@@ -72,12 +77,43 @@ class Database:
                 conn.close()  # rolls the read transaction back: nothing was written
 
     @contextmanager
-    def write(self) -> Iterator[Connection]:
-        """A transaction that commits on success and rolls back on any error."""
+    def write(self, *, isolated: bool = False) -> Iterator[Connection]:
+        """A transaction that commits on success and rolls back on any error.
+
+        Inside a ``unit`` it is the unit's transaction; ``isolated``, a savepoint of it, so that its error
+        rolls back only what it wrote (an in-process projection that fails must not take the append with it).
+        """
+        unit = getattr(self._unit, "conn", None)
+        if unit is not None:
+            if not isolated:
+                yield unit
+                return
+            with unit.begin_nested():
+                yield unit
+            return
         if getattr(self._snapshot, "open", None) is not None:
             raise RuntimeError("a write inside a snapshot: the snapshot's later reads would not see it")
         with self._writer.begin() as conn:
             yield conn
+
+    @contextmanager
+    def unit(self) -> Iterator[Connection]:
+        """One write transaction that every ``read`` and ``write`` on this thread joins until it ends.
+
+        A command's load, decision, append and in-process projection then cost one transaction and commit
+        together, and its reads see its own writes. A unit inside a unit joins it.
+        """
+        if getattr(self._unit, "conn", None) is not None:
+            yield self._unit.conn
+            return
+        if getattr(self._snapshot, "open", None) is not None:
+            raise RuntimeError("a unit inside a snapshot: the snapshot's later reads would not see its writes")
+        with self._writer.begin() as conn:
+            self._unit.conn = conn
+            try:
+                yield conn
+            finally:
+                self._unit.conn = None
 
     def dispose(self) -> None:
         self.engine.dispose()

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
-from sqlalchemy import Connection, delete, select, update
+from sqlalchemy import Connection, bindparam, delete, select, update
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -73,10 +73,23 @@ class Projector:
         self.database = database
         self.store = store
         self.projections = projections
+        self._in_lock_order = sorted(projections, key=lambda projection: projection.name)
+        self._lock_all = select(projection_checkpoints.c.name, projection_checkpoints.c.position).where(
+            projection_checkpoints.c.name.in_([projection.name for projection in projections])
+        ).order_by(projection_checkpoints.c.name).with_for_update()
 
     def catch_up(self) -> int:
-        """Apply every event not yet projected; return the lowest checkpoint reached."""
-        return min(self._catch_up(projection) for projection in self.projections)
+        """Apply every event not yet projected; return the lowest checkpoint reached.
+
+        While every projection stands at the same checkpoint (the usual case) they move together: one
+        read of the log and one checkpoint write for all of them. Inside a command's transaction that is
+        what a save pays for its in-process projection. A projection that fails, or stands elsewhere, is
+        caught up on its own, so the others go on.
+        """
+        reached = self._catch_up_together()
+        if reached is not None:
+            return reached
+        return min(self._catch_up(projection) for projection in self._in_lock_order)
 
     def checkpoint(self, projection_name: str) -> int:
         column = projection_checkpoints.c.position
@@ -129,10 +142,31 @@ class Projector:
         log.info("rebuilt projection %s to position %d", projection.name, position)
         return position
 
+    def _catch_up_together(self) -> int | None:
+        """Every projection from their common checkpoint to the head in one transaction (a savepoint inside
+        a command's): the position reached, or None to go projection by projection (they stand apart, the
+        log holds more than a batch, or one of them cannot apply an event, in which case nothing is kept)."""
+        try:
+            with self.database.write(isolated=True) as conn:
+                found = dict(conn.execute(self._lock_all).all())
+                if len(found) < len(self.projections) or len(set(found.values())) != 1:
+                    return None
+                position = reached = int(next(iter(found.values())))
+                batch = self.store.read_after(conn, position, BATCH_SIZE)
+                if not batch or len(batch) == BATCH_SIZE:
+                    return position if not batch else None
+                for projection in self.projections:
+                    reached = self._apply(conn, projection, position, batch)
+                conn.execute(_SAVE_ALL, {"names": list(found), "position": reached})
+                conn.execute(_CLEAR_FAULTS, {"names": list(found), "position": reached})
+                return reached
+        except ProjectionStopped:
+            return None
+
     def _catch_up(self, projection: Projection) -> int:
         while True:
             try:
-                with self.database.write() as conn:
+                with self.database.write(isolated=True) as conn:
                     position = self._lock_checkpoint(conn, projection.name)
                     batch = self.store.read_after(conn, position, BATCH_SIZE)
                     if batch:
@@ -164,7 +198,7 @@ class Projector:
         """Apply what precedes the failed event, then its stand-in if it has one (True); else record the fault."""
         stand_in = None
         try:
-            with self.database.write() as conn:
+            with self.database.write(isolated=True) as conn:
                 position = self._lock_checkpoint(conn, projection.name)
                 before = [e for e in self.store.read_after(conn, position, BATCH_SIZE) if e.position < fault.position]
                 position = self._apply(conn, projection, position, before)
@@ -181,7 +215,7 @@ class Projector:
         if stand_in is not None or position >= fault.position:  # moved on (or another catch-up passed it)
             return position, True
         log.error("%s", fault.describe())
-        with self.database.write() as conn:
+        with self.database.write(isolated=True) as conn:
             insert = postgres_insert if conn.dialect.name == "postgresql" else sqlite_insert
             values = {"position": fault.position, "event_type": fault.event_type, "error": fault.error,
                       "recorded_at": utc_timestamp()}
@@ -206,18 +240,26 @@ class Projector:
 
     def _lock_checkpoint(self, conn: Connection, name: str) -> int:
         """Create the checkpoint row if needed and lock it until the transaction ends."""
-        query = select(projection_checkpoints.c.position).where(projection_checkpoints.c.name == name).with_for_update()
-        found = conn.execute(query).scalar()
+        found = conn.execute(_LOCK_ONE, {"name": name}).scalar()
         if found is None:  # the projection's first run
             insert = postgres_insert if conn.dialect.name == "postgresql" else sqlite_insert
             conn.execute(insert(projection_checkpoints).values(name=name, position=0).on_conflict_do_nothing())
-            found = conn.execute(query).scalar_one()
+            found = conn.execute(_LOCK_ONE, {"name": name}).scalar_one()
         return int(found)
 
     def _save_checkpoint(self, conn: Connection, name: str, position: int) -> None:
-        conn.execute(update(projection_checkpoints).where(projection_checkpoints.c.name == name).values(position=position))
-        conn.execute(delete(projection_faults).where(projection_faults.c.projection == name,
-                                                     projection_faults.c.position <= position))
+        conn.execute(_SAVE_ALL, {"names": [name], "position": position})
+        conn.execute(_CLEAR_FAULTS, {"names": [name], "position": position})
+
+
+# Built once: every save runs them (building a statement costs more than running it). Checkpoints are locked
+# in the order of their names, one by one or all together, so two catch-ups never wait on each other in a ring.
+_LOCK_ONE = select(projection_checkpoints.c.position).where(
+    projection_checkpoints.c.name == bindparam("name")).with_for_update()
+_SAVE_ALL = update(projection_checkpoints).where(projection_checkpoints.c.name.in_(bindparam("names", expanding=True))) \
+    .values(position=bindparam("position"))
+_CLEAR_FAULTS = delete(projection_faults).where(projection_faults.c.projection.in_(bindparam("names", expanding=True)),
+                                                projection_faults.c.position <= bindparam("position"))
 
 
 def _storable(text: str) -> str:

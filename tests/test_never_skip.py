@@ -46,8 +46,8 @@ class SlowCommitDatabase(Database):
         self.random = random.Random(seed)
 
     @contextmanager
-    def write(self) -> Iterator[Connection]:
-        with super().write() as conn:
+    def write(self, *, isolated: bool = False) -> Iterator[Connection]:
+        with super().write(isolated=isolated) as conn:
             yield conn
             threading.Event().wait(self.random.uniform(0, 0.004))
 

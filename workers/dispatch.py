@@ -21,21 +21,26 @@ def pending_key(queue_name: str) -> str:
 
 
 class InProcessDispatcher:
-    """Catch up right away, in the writer's own process (the embedded default).
+    """Catch up right away, in the writer's own transaction (the embedded default).
 
-    The event is already durable in the log when this runs, so a failing
-    projection must not turn a successful write into an error: it is logged
-    loudly and the next catch-up (or ``memoryd projections rebuild``) retries.
+    The projection runs in savepoints of the command's transaction, so the
+    event and its projection commit together; a failing projection must not
+    turn a successful write into an error: its savepoint rolls back, the
+    append still commits, it is logged loudly, and the next catch-up (or
+    ``memoryd projections rebuild``) retries.
     """
 
     def __init__(self, projector: Projector) -> None:
         self.projector = projector
 
-    def appended(self, position: int) -> None:
+    def appending(self, position: int) -> None:
         try:
             self.projector.catch_up()
         except Exception:
             log.exception("projection failed after appending position %d; the read model is behind the log", position)
+
+    def appended(self, position: int) -> None:
+        """Already projected, inside the command's transaction."""
 
 
 class RedisDispatcher:
@@ -48,6 +53,9 @@ class RedisDispatcher:
     def __init__(self, redis: Redis, queue: Queue) -> None:
         self.redis = redis
         self.queue = queue
+
+    def appending(self, position: int) -> None:
+        """Nothing yet: a job enqueued before the commit could run before the event is visible."""
 
     def appended(self, position: int) -> None:
         try:
