@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
-from sqlalchemy import Connection, bindparam, delete, select, update
+from sqlalchemy import Connection, bindparam, delete, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -74,9 +74,14 @@ class Projector:
         self.store = store
         self.projections = projections
         self._in_lock_order = sorted(projections, key=lambda projection: projection.name)
-        self._lock_all = select(projection_checkpoints.c.name, projection_checkpoints.c.position).where(
-            projection_checkpoints.c.name.in_([projection.name for projection in projections])
-        ).order_by(projection_checkpoints.c.name).with_for_update()
+        # the together path's statements, built once with the names bound as plain values (an ``IN`` list
+        # would be re-rendered on every run): lock every checkpoint, and see any fault, in one read
+        named = or_(*(projection_checkpoints.c.name == projection.name for projection in projections))
+        self._lock_all = select(projection_checkpoints.c.name, projection_checkpoints.c.position,
+                                projection_faults.c.position.label("fault")).select_from(
+            projection_checkpoints.outerjoin(projection_faults, projection_faults.c.projection == projection_checkpoints.c.name)
+        ).where(named).order_by(projection_checkpoints.c.name).with_for_update(of=projection_checkpoints)
+        self._save_all = update(projection_checkpoints).where(named).values(position=bindparam("position"))
 
     def catch_up(self) -> int:
         """Apply every event not yet projected; return the lowest checkpoint reached.
@@ -148,7 +153,8 @@ class Projector:
         log holds more than a batch, or one of them cannot apply an event, in which case nothing is kept)."""
         try:
             with self.database.write(isolated=True) as conn:
-                found = dict(conn.execute(self._lock_all).all())
+                rows = conn.execute(self._lock_all).all()
+                found = {row.name: row.position for row in rows}
                 if len(found) < len(self.projections) or len(set(found.values())) != 1:
                     return None
                 position = reached = int(next(iter(found.values())))
@@ -157,8 +163,9 @@ class Projector:
                     return position if not batch else None
                 for projection in self.projections:
                     reached = self._apply(conn, projection, position, batch)
-                conn.execute(_SAVE_ALL, {"names": list(found), "position": reached})
-                conn.execute(_CLEAR_FAULTS, {"names": list(found), "position": reached})
+                conn.execute(self._save_all, {"position": reached})
+                if any(row.fault is not None for row in rows):
+                    conn.execute(_CLEAR_FAULTS, {"names": list(found), "position": reached})
                 return reached
         except ProjectionStopped:
             return None
