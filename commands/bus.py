@@ -64,11 +64,12 @@ AnyOutcome = Outcome | ProjectOutcome | SupersedeOutcome
 class Dispatcher(Protocol):
     """Gets projections to catch up after an append (in-process, or via workers)."""
 
-    def appending(self, position: int) -> None:
-        """Inside the command's transaction, after its append: an in-process projection commits with it."""
+    def appending(self, position: int) -> bool:
+        """Inside the command's transaction, after its append: True if the projections reached ``position``
+        in it (an in-process projection then commits with the append)."""
 
-    def appended(self, position: int) -> None:
-        """After the command's transaction committed: workers are told there is something to project."""
+    def appended(self, position: int, projected: bool) -> None:
+        """After the command's transaction committed: project what ``appending`` did not, or tell workers."""
 
 
 class CommandBus:
@@ -95,30 +96,32 @@ class CommandBus:
         ``claim``, its key is taken atomically with the append."""
         take_key = (lambda conn, position: self.keys.claim(conn, claim, position)) if claim else None
         handler = HANDLERS[type(command)]
-        outcome: AnyOutcome = self._in_one_transaction(lambda: handler(command, metadata, self.deps, take_key),
-                                                       lambda outcome: outcome.position)
+        outcome: AnyOutcome
+        outcome, projected = self._in_one_transaction(lambda: handler(command, metadata, self.deps, take_key),
+                                                      lambda outcome: outcome.position)
         if outcome.position is not None:
-            self.dispatcher.appended(outcome.position)
+            self.dispatcher.appended(outcome.position, projected)
         return outcome
 
     def handle_many(self, commands: list[SaveMemory], metadata: EventMetadata) -> list[Outcome]:
         """Save a batch in one transaction (bulk imports), then tell the projections once."""
-        outcomes = self._in_one_transaction(lambda: save_many(commands, metadata, self.deps),
-                                            lambda outcomes: outcomes[-1].position if outcomes else None)
+        outcomes, projected = self._in_one_transaction(lambda: save_many(commands, metadata, self.deps),
+                                                       lambda outcomes: outcomes[-1].position if outcomes else None)
         if outcomes:
-            self.dispatcher.appended(outcomes[-1].position)
+            self.dispatcher.appended(outcomes[-1].position, projected)
         return outcomes
 
-    def _in_one_transaction(self, run: Callable[[], R], position_of: Callable[[R], int | None]) -> R:
-        """``run`` and the in-process projection in one transaction; when another writer appended to the same
-        stream first, all of it is rolled back and run again on the new state, a bounded number of times."""
+    def _in_one_transaction(self, run: Callable[[], R], position_of: Callable[[R], int | None]) -> tuple[R, bool]:
+        """``run`` and the in-process projection in one transaction (and whether that projected it); when
+        another writer appended to the same stream first, all of it is rolled back and run again on the new
+        state, a bounded number of times."""
         for attempt in range(MAX_ATTEMPTS):
             try:
                 with self.deps.store.database.unit():
                     outcome = run()
-                    if (position := position_of(outcome)) is not None:
-                        self.dispatcher.appending(position)
-                return outcome
+                    position = position_of(outcome)
+                    projected = position is not None and self.dispatcher.appending(position)
+                return outcome, projected
             except ConcurrencyConflict as conflict:
                 lost = conflict
                 time.sleep(random.uniform(0, 0.002 * (attempt + 1)))

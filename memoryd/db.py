@@ -101,11 +101,11 @@ class Database:
         """One write transaction that every ``read`` and ``write`` on this thread joins until it ends.
 
         A command's load, decision, append and in-process projection then cost one transaction and commit
-        together, and its reads see its own writes. A unit inside a unit joins it.
+        together, and its reads see its own writes. A unit inside a unit is refused: a command run again
+        after a lost race must start from a fresh transaction, not one an error has aborted.
         """
         if getattr(self._unit, "conn", None) is not None:
-            yield self._unit.conn
-            return
+            raise RuntimeError("a unit inside a unit: each command is a transaction of its own")
         if getattr(self._snapshot, "open", None) is not None:
             raise RuntimeError("a unit inside a snapshot: the snapshot's later reads would not see its writes")
         with self._writer.begin() as conn:

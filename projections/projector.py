@@ -17,9 +17,9 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
-from sqlalchemy import Connection, bindparam, delete, or_, select, update
+from sqlalchemy import Connection, Select, bindparam, delete, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -77,24 +77,32 @@ class Projector:
         # the together path's statements, built once with the names bound as plain values (an ``IN`` list
         # would be re-rendered on every run): lock every checkpoint, and see any fault, in one read
         named = or_(*(projection_checkpoints.c.name == projection.name for projection in projections))
-        self._lock_all = select(projection_checkpoints.c.name, projection_checkpoints.c.position,
-                                projection_faults.c.position.label("fault")).select_from(
+        checkpoints = select(projection_checkpoints.c.name, projection_checkpoints.c.position,
+                             projection_faults.c.position.label("fault")).select_from(
             projection_checkpoints.outerjoin(projection_faults, projection_faults.c.projection == projection_checkpoints.c.name)
-        ).where(named).order_by(projection_checkpoints.c.name).with_for_update(of=projection_checkpoints)
+        ).where(named).order_by(projection_checkpoints.c.name)
+        self._lock_all = checkpoints.with_for_update(of=projection_checkpoints)
+        self._lock_all_now = checkpoints.with_for_update(of=projection_checkpoints, skip_locked=True)  # or skip
         self._save_all = update(projection_checkpoints).where(named).values(position=bindparam("position"))
 
     def catch_up(self) -> int:
         """Apply every event not yet projected; return the lowest checkpoint reached.
 
         While every projection stands at the same checkpoint (the usual case) they move together: one
-        read of the log and one checkpoint write for all of them. Inside a command's transaction that is
-        what a save pays for its in-process projection. A projection that fails, or stands elsewhere, is
-        caught up on its own, so the others go on.
+        read of the log and one checkpoint write for all of them. A projection that fails, or stands
+        elsewhere, is caught up on its own, so the others go on.
         """
-        reached = self._catch_up_together()
+        reached = self._catch_up_together(self._lock_all)
         if reached is not None:
             return reached
         return min(self._catch_up(projection) for projection in self._in_lock_order)
+
+    def step(self, position: int) -> bool:
+        """Inside a command's transaction: one short step of every projection together, if it reaches
+        ``position`` without waiting (no checkpoint locked by another catch-up or a rebuild, less than a
+        batch to apply, nothing failing). False: nothing was kept, catch up after the commit."""
+        reached = self._catch_up_together(self._lock_all_now)
+        return reached is not None and reached >= position
 
     def checkpoint(self, projection_name: str) -> int:
         column = projection_checkpoints.c.position
@@ -147,13 +155,14 @@ class Projector:
         log.info("rebuilt projection %s to position %d", projection.name, position)
         return position
 
-    def _catch_up_together(self) -> int | None:
+    def _catch_up_together(self, lock: Select[Any]) -> int | None:
         """Every projection from their common checkpoint to the head in one transaction (a savepoint inside
-        a command's): the position reached, or None to go projection by projection (they stand apart, the
-        log holds more than a batch, or one of them cannot apply an event, in which case nothing is kept)."""
+        a command's): the position reached, or None to go projection by projection (they stand apart, a
+        checkpoint is locked elsewhere, the log holds more than a batch, or one of them cannot apply an
+        event, in which case nothing is kept)."""
         try:
             with self.database.write(isolated=True) as conn:
-                rows = conn.execute(self._lock_all).all()
+                rows = conn.execute(lock).all()
                 found = {row.name: row.position for row in rows}
                 if len(found) < len(self.projections) or len(set(found.values())) != 1:
                     return None

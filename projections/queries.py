@@ -60,6 +60,8 @@ def list_memories(conn: Connection, where: MemoryFilter, limit: int) -> list[dic
     if where.scopes is None:
         return _dicts(conn.execute(_NEWEST[(None, bool(where.type))], values))
     patterns = _distinct(where.scopes)
+    if not patterns:
+        return []
     for number, pattern in enumerate(patterns):
         values |= {f"scope_{number}": pattern.scope, f"scope_id_{number}": pattern.scope_id}
     statement = _merged(tuple(pattern.scope_id is not None for pattern in patterns), bool(where.type))

@@ -7,14 +7,18 @@ nothing with it, and the ``Database.unit`` underneath keeps its promises.
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 from sqlalchemy import event, insert, select
 
 from commands.model import SaveMemory
 from events.idempotency import IdempotencyClaim, IdempotencyKeyTaken
-from events.types import EventMetadata, memory_stream_id
-from memoryd.domain import Namespace
+from events.types import EventMetadata, MemorySaved, memory_stream_id
+from memoryd.domain import Memory, Namespace
 from memoryd.schema import events, projection_checkpoints
+from tests.conftest import make_services
 from tests.helpers import table_rows
 
 GLOBAL = Namespace("global", "")
@@ -93,9 +97,12 @@ def test_inside_a_unit_reads_see_its_writes_and_an_isolated_write_rolls_back_alo
         assert sorted(versions) == [1, 3]
 
 
-def test_a_unit_that_fails_leaves_nothing(any_services):
+def test_a_unit_that_fails_leaves_nothing_and_a_unit_inside_one_is_refused(any_services):
     with pytest.raises(ZeroDivisionError), any_services.database.unit():
-        save(any_services, "inside")
+        memory = Memory("m-1", "inside", "d", "general", "global", "", "c", "2026-01-01T00:00:00", "2026-01-01T00:00:00")
+        any_services.store.append(memory_stream_id("inside", "global", ""), 0, [MemorySaved(memory)], EventMetadata())
+        with pytest.raises(RuntimeError, match="a unit inside a unit"):
+            save(any_services, "nested")  # the bus opens a unit of its own
         _ = 1 / 0
     assert any_services.store.head_position() == 0 and table_rows(any_services) == []
 
@@ -105,3 +112,38 @@ def test_a_unit_inside_a_snapshot_is_refused(any_services):
         with any_services.database.unit():
             pass
 
+
+
+def test_appends_go_on_while_another_catch_up_holds_a_checkpoint(postgres_url):
+    """A rebuild (or any catch-up) holds a projection's checkpoint row for as long as it runs. A command
+    then leaves its projection to after its commit instead of waiting for the row while it holds the log's
+    append lock: other commands still append, and everything is projected once the row is free."""
+    services = make_services(postgres_url)
+    try:
+        save(services, "first")
+        holder = services.database.engine.connect()
+        holder.begin()
+        holder.execute(select(projection_checkpoints.c.position).where(
+            projection_checkpoints.c.name == "structured_memories").with_for_update())
+        writers = [threading.Thread(target=save, args=(services, f"during_{number}")) for number in range(2)]
+        for writer in writers:
+            writer.start()
+        appended = _eventually(lambda: services.store.head_position() == 3)  # both appended while the row is held
+        holder.rollback()
+        holder.close()
+        for writer in writers:
+            writer.join()
+        assert appended
+        assert sorted(row["name"] for row in table_rows(services)) == ["during_0", "during_1", "first"]
+    finally:
+        services.database.dispose()
+
+
+def _eventually(condition, seconds: float = 20.0) -> bool:
+    """Whether ``condition`` holds within ``seconds`` (a liveness bound, not a timing)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.01)
+    return False

@@ -23,24 +23,33 @@ def pending_key(queue_name: str) -> str:
 class InProcessDispatcher:
     """Catch up right away, in the writer's own transaction (the embedded default).
 
-    The projection runs in savepoints of the command's transaction, so the
-    event and its projection commit together; a failing projection must not
-    turn a successful write into an error: its savepoint rolls back, the
-    append still commits, it is logged loudly, and the next catch-up (or
-    ``memoryd projections rebuild``) retries.
+    Inside the command's transaction the projections take one short step, in
+    a savepoint, only if nobody else holds their checkpoints: then the event
+    and its projection commit together. Anything more (a backlog, a rebuild or
+    another catch-up holding a checkpoint, a projection that fails) is left to
+    a catch-up after the commit, so a command never holds the log's append
+    lock while it waits or replays. The event is durable by then, so a failing
+    projection must not turn a successful write into an error: it is logged
+    loudly, and the next catch-up (or ``memoryd projections rebuild``) retries.
     """
 
     def __init__(self, projector: Projector) -> None:
         self.projector = projector
 
-    def appending(self, position: int) -> None:
+    def appending(self, position: int) -> bool:
+        try:
+            return self.projector.step(position)
+        except Exception:
+            log.exception("projection failed inside the append of position %d; catching up after it", position)
+            return False
+
+    def appended(self, position: int, projected: bool) -> None:
+        if projected:
+            return
         try:
             self.projector.catch_up()
         except Exception:
             log.exception("projection failed after appending position %d; the read model is behind the log", position)
-
-    def appended(self, position: int) -> None:
-        """Already projected, inside the command's transaction."""
 
 
 class RedisDispatcher:
@@ -54,10 +63,11 @@ class RedisDispatcher:
         self.redis = redis
         self.queue = queue
 
-    def appending(self, position: int) -> None:
+    def appending(self, position: int) -> bool:
         """Nothing yet: a job enqueued before the commit could run before the event is visible."""
+        return False
 
-    def appended(self, position: int) -> None:
+    def appended(self, position: int, projected: bool) -> None:
         try:
             if self.redis.set(pending_key(self.queue.name), position, nx=True, ex=PENDING_TTL_SECONDS):
                 self.queue.enqueue_call(CATCH_UP_JOB, args=(position,), result_ttl=0, failure_ttl=7 * 86_400,
