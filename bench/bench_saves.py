@@ -257,6 +257,7 @@ class Breakdown:
     phases: dict[str, list[int]] = field(default_factory=lambda: {"load": [], "append": [], "catch_up": []})
     counts: Counter[str] = field(default_factory=Counter)
     saves: int = 0
+    database_ns: int = 0  # inside the driver: every statement's execute, and the commit (the floor of a save)
 
 
 @contextmanager
@@ -288,8 +289,23 @@ def instrumented(services: Services) -> Iterator[Breakdown]:
             word = "SELECT 1 (pre-ping)"
         breakdown.counts[f"  {word}"] += 1
 
+    def on_executed(conn: Any, *args: Any) -> None:
+        breakdown.database_ns += time.perf_counter_ns() - conn.info.pop("bench_started")
+
+    def on_started(conn: Any, *args: Any) -> None:
+        conn.info["bench_started"] = time.perf_counter_ns()
+
     def on_commit(conn: Any) -> None:
         breakdown.counts["commits"] += 1
+
+    commit = engine.dialect.do_commit
+
+    def timed_commit(dbapi_connection: Any) -> None:
+        start = time.perf_counter_ns()
+        try:
+            commit(dbapi_connection)
+        finally:
+            breakdown.database_ns += time.perf_counter_ns() - start
 
     def on_checkout(*args: Any) -> None:
         breakdown.counts["pool checkouts"] += 1
@@ -298,12 +314,18 @@ def instrumented(services: Services) -> Iterator[Breakdown]:
     wrap(services.store, "append", "append")
     wrap(services.projector, "catch_up", "catch_up")
     event.listen(engine, "before_cursor_execute", on_execute)
+    event.listen(engine, "before_cursor_execute", on_started)
+    event.listen(engine, "after_cursor_execute", on_executed)
     event.listen(engine, "commit", on_commit)
     event.listen(engine.pool, "checkout", on_checkout)
+    engine.dialect.do_commit = timed_commit  # type: ignore[method-assign]
     try:
         yield breakdown
     finally:
+        del engine.dialect.do_commit
         event.remove(engine, "before_cursor_execute", on_execute)
+        event.remove(engine, "before_cursor_execute", on_started)
+        event.remove(engine, "after_cursor_execute", on_executed)
         event.remove(engine, "commit", on_commit)
         event.remove(engine.pool, "checkout", on_checkout)
         for attr in ("last_event", "append"):
@@ -328,6 +350,9 @@ def run_breakdown(services: Services, creates: list[Save]) -> list[str]:
                 services.bus.handle(command, EventMetadata(request_id=save.request_id))
             total = (time.perf_counter_ns() - total_start) / n / 1e6
         lines.append(f"  {label} (n={n}): {total:.3f} ms/save in total")
+        database = breakdown.database_ns / n / 1e6
+        lines.append(f"    in the database (statements and commit, driver time) {database:.3f} ms/save = "
+                     f"{database / total:.0%}")
         for phase, values in breakdown.phases.items():
             lines.append(f"    {phase:<10} mean {statistics.fmean(values) / 1e6:.3f} ms  p50 "
                          f"{statistics.median(values) / 1e6:.3f} ms")
