@@ -13,6 +13,7 @@ from flask import Blueprint, Response, request
 from api.consistency import after_position
 from api.context import authorized, services, writing
 from api.idempotency import idempotent
+from api.preconditions import expected_version, tagged
 from api.responses import deleted_by_id, memory_list, outcome_at, respond
 from api.schemas import (
     AdminListQuery,
@@ -63,14 +64,15 @@ def get(memory_id: str) -> tuple[Response, int]:
         row = get_memory(conn, memory_id)
     if row is None:
         raise NotFound("Memory not found")
-    return respond(MemorySchema(), row)
+    return tagged(respond(MemorySchema(), row), row["version"])
 
 
 @blueprint.delete("/memories/<memory_id>")
 @authorized("write", admin=True)
 @idempotent(lambda position: deleted_by_id(outcome_at(position)))
 def delete(memory_id: str) -> tuple[Response, int]:
-    return deleted_by_id(services().bus.handle(DeleteMemoryById(memory_id), *writing("admin")))
+    command = DeleteMemoryById(memory_id, expected_version=expected_version())
+    return deleted_by_id(services().bus.handle(command, *writing("admin")))
 
 
 @blueprint.get("/audit")

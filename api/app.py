@@ -22,8 +22,9 @@ from api.consistency import waiters_for
 from api.context import metrics
 from api.metrics import Metrics
 from api.openapi import build_openapi
+from api.preconditions import etag
 from memoryd.app.services import Services
-from memoryd.errors import MemorydError
+from memoryd.errors import MemorydError, VersionMismatch
 from memoryd.text import checked_text
 
 access_log = logging.getLogger("memoryd.access")
@@ -76,6 +77,11 @@ def _register_error_handlers(app: Flask) -> None:
 
     @app.errorhandler(MemorydError)
     def domain_error(exc: MemorydError) -> tuple[Response, int]:
+        if isinstance(exc, VersionMismatch):  # the version to read again, in the body and as the ETag
+            response = jsonify({"error": exc.message, "current_version": exc.current})
+            if exc.current is not None:
+                response.headers["ETag"] = etag(exc.current)
+            return response, exc.status
         response, status = error(exc.message, exc.status)
         if status == 401:
             response.headers["WWW-Authenticate"] = 'Bearer realm="memoryd"'

@@ -26,6 +26,7 @@ from flask import Response, g, jsonify, request
 from sqlalchemy import Connection
 
 from api.context import NestedTooDeep, caller, parse_json, services
+from api.preconditions import etag
 from events.idempotency import IdempotencyClaim, IdempotencyKeyTaken, StoredOutcome
 from memoryd.domain import TIMESTAMP_FORMAT
 from memoryd.errors import Conflict, ValidationError
@@ -111,6 +112,9 @@ def _replay(stored: StoredOutcome, claim: IdempotencyClaim, rebuild: Rebuild | N
     else:  # appended, but this route cannot rebuild its answer (not reachable: such routes pass rebuild)
         raise Conflict(f"{KEY_HEADER} {claim.key!r}: the first attempt's answer was lost; use a new key")
     response.headers[REPLAYED_HEADER] = "true"
+    body = stored.response if stored.status is not None else None
+    if isinstance(body, dict) and "memory_id" in body and isinstance(body.get("version"), int):
+        response.headers["ETag"] = etag(body["version"])  # as the first answer had it
     if stored.position is not None:
         response.headers["X-Memory-Position"] = str(stored.position)
     return response, status
@@ -133,7 +137,8 @@ def checked_key(key: str) -> str:
 
 
 def _fingerprint() -> str:
-    """The request, canonically: method, path, query and JSON body (key order ignored; other bodies as bytes)."""
+    """The request, canonically: method, path, query, ``If-Match`` and JSON body (key order ignored; other
+    bodies as bytes)."""
     raw = request.get_data(cache=True)
     try:
         body = json.dumps(parse_json(raw), sort_keys=True, separators=(",", ":")) if raw else ""
@@ -142,4 +147,6 @@ def _fingerprint() -> str:
     except ValidationError:
         body = raw.hex()
     query = sorted(request.args.items(multi=True))
-    return hashlib.sha256(json.dumps([request.method, request.path, query, body]).encode()).hexdigest()
+    condition = request.headers.get("If-Match")
+    request_parts = [request.method, request.path, query, body] + ([condition] if condition is not None else [])
+    return hashlib.sha256(json.dumps(request_parts).encode()).hexdigest()

@@ -10,6 +10,7 @@ from api.access import public_filter, public_namespace
 from api.consistency import after_position
 from api.context import authorized, caller, json_object, services, writing
 from api.idempotency import idempotent
+from api.preconditions import expected_version, tagged
 from api.responses import deleted_memory, memory_list, outcome_at, respond, written_memory
 from api.schemas import (
     ListMemoriesQuery,
@@ -49,6 +50,7 @@ def save() -> tuple[Response, int]:
         type=body["type"],
         max_content=REST_MAX_CONTENT,
         resolve_namespace=lambda: public_namespace(caller(), body["scope"], body["scope_id"], services().directory),
+        expected_version=expected_version(),
     )
     return written_memory(services().bus.handle(command, *writing("rest")))
 
@@ -74,7 +76,7 @@ def get(name: str) -> tuple[Response, int]:
         row = find_memory(conn, name, namespace)
     if row is None:
         raise NotFound(f"Memory '{name}' not found")
-    return respond(MemorySchema(), row)
+    return tagged(respond(MemorySchema(), row), row["version"])
 
 
 @blueprint.delete("/<anything:name>")
@@ -83,7 +85,8 @@ def get(name: str) -> tuple[Response, int]:
 def delete(name: str) -> tuple[Response, int]:
     args = load(NamedMemoryQuery(), request.args)
     namespace = public_namespace(caller(), args["scope"], args["scope_id"], services().directory)
-    return deleted_memory(services().bus.handle(DeleteMemory(clean_name(name), namespace), *writing("rest")))
+    command = DeleteMemory(clean_name(name), namespace, expected_version=expected_version())
+    return deleted_memory(services().bus.handle(command, *writing("rest")))
 
 
 def _visible(args: dict[str, Any]) -> MemoryFilter:

@@ -25,6 +25,9 @@ _ERRORS = {
 _IDEMPOTENCY_KEY = {"in": "header", "name": "Idempotency-Key", "required": False,
                     "description": "1 to 255 printable ASCII characters; a retry with it replays the first answer",
                     "schema": {"type": "string", "minLength": 1, "maxLength": 255}}
+_IF_MATCH = {"in": "header", "name": "If-Match", "required": False,
+             "description": 'write only if the memory is at this version: one ETag as memoryd gives it ("3")',
+             "schema": {"type": "string", "pattern": '^"[0-9]{1,18}"$'}}
 _MIN_POSITION = {"in": "header", "name": "X-Min-Position", "required": False,
                  "description": "wait (bounded) until the read model has reached this log position",
                  "schema": {"type": "string", "pattern": "^[0-9]{1,18}$"}}
@@ -32,7 +35,7 @@ _MIN_POSITION = {"in": "header", "name": "X-Min-Position", "required": False,
 
 def _operation(summary: str, ok: type[Schema], *, query: type[Schema] | None = None, body: type[Schema] | None = None,
                path: tuple[str, ...] = (), created: bool = False, idempotent: bool = False,
-               waits: bool = False) -> dict[str, Any]:
+               waits: bool = False, conditional: bool = False) -> dict[str, Any]:
     operation: dict[str, Any] = {
         "summary": summary,
         "security": [{"bearer": []}],
@@ -43,6 +46,8 @@ def _operation(summary: str, ok: type[Schema], *, query: type[Schema] | None = N
         operation["parameters"].append(_IDEMPOTENCY_KEY)
     if waits:
         operation["parameters"].append(_MIN_POSITION)
+    if conditional:
+        operation["parameters"].append(_IF_MATCH)
     if query is not None:
         operation["parameters"].append({"in": "query", "schema": query})
     if body is not None:
@@ -51,6 +56,9 @@ def _operation(summary: str, ok: type[Schema], *, query: type[Schema] | None = N
         operation["responses"]["201"] = {"description": "Created", "content": {"application/json": {"schema": ok}}}
     for status, description in _ERRORS.items():
         operation["responses"][status] = {"description": description, "content": {"application/json": {"schema": "Error"}}}
+    if conditional:
+        operation["responses"]["412"] = {"description": "If-Match names another version: nothing was written",
+                                         "content": {"application/json": {"schema": "VersionMismatch"}}}
     return operation
 
 
@@ -58,11 +66,12 @@ def build_openapi() -> dict[str, Any]:
     spec = APISpec(title="memoryd", version=_version(), openapi_version="3.0.3", plugins=[MarshmallowPlugin()])
     spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
     spec.components.schema("Error", schema=schemas.ErrorSchema)
+    spec.components.schema("VersionMismatch", schema=schemas.VersionMismatchSchema)
     spec.path("/v1/api/memories", operations={
         "get": _operation("List memories (global plus your user scope, or one scope)", schemas.MemoryListSchema,
                           query=schemas.ListMemoriesQuery, waits=True),
         "post": _operation("Save or upsert a memory (201 created, 200 updated)", schemas.MemorySchema,
-                           body=schemas.SaveMemoryRequest, created=True, idempotent=True),
+                           body=schemas.SaveMemoryRequest, created=True, idempotent=True, conditional=True),
     })
     spec.path("/v1/api/memories/search", operations={
         "post": _operation("Search memories by BM25 relevance", schemas.MemoryListSchema, body=schemas.SearchMemoriesRequest,
@@ -72,7 +81,7 @@ def build_openapi() -> dict[str, Any]:
         "get": _operation("Get a memory by name and scope (global by default)", schemas.MemorySchema,
                           query=schemas.NamedMemoryQuery, path=("name",), waits=True),
         "delete": _operation("Delete a memory by name and scope", schemas.DeletedSchema, query=schemas.NamedMemoryQuery,
-                             path=("name",), idempotent=True),
+                             path=("name",), idempotent=True, conditional=True),
     })
     spec.path("/v1/api/admin/memories", operations={
         "get": _operation("List memories across every scope", schemas.MemoryListSchema, query=schemas.AdminListQuery,
@@ -84,7 +93,8 @@ def build_openapi() -> dict[str, Any]:
     })
     spec.path("/v1/api/admin/memories/{memory_id}", operations={
         "get": _operation("Get one memory by id", schemas.MemorySchema, path=("memory_id",), waits=True),
-        "delete": _operation("Delete one memory by id", schemas.StatusSchema, path=("memory_id",), idempotent=True),
+        "delete": _operation("Delete one memory by id", schemas.StatusSchema, path=("memory_id",), idempotent=True,
+                             conditional=True),
     })
     spec.path("/v1/api/admin/audit", operations={
         "get": _operation("Audit records of saves, updates and deletes, from the log", schemas.AuditPageSchema,

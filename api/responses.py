@@ -11,6 +11,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from api.consistency import PENDING_HEADER, STOPPED_HEADER, settle, stopped_before
 from api.context import services
+from api.preconditions import tagged
 from api.schemas import DeletedSchema, MemorySchema, StatusSchema
 from commands.handlers import Outcome
 from events.types import MemoryEvent, MemorySaved
@@ -45,8 +46,9 @@ def written_memory(outcome: Outcome) -> tuple[Response, int]:
     projected = settle(outcome.position)
     row = _projected_row(outcome.memory.memory_id) if projected else None
     body = outcome.memory.to_dict() | {"last_accessed": outcome.memory.updated,
-                                       "access_count": row["access_count"] if row else 0}
-    return _written(MemorySchema(), body, 201 if outcome.created else 200, outcome.position, projected)
+                                       "access_count": row["access_count"] if row else 0, "version": outcome.version}
+    response = _written(MemorySchema(), body, 201 if outcome.created else 200, outcome.position, projected)
+    return tagged(response, outcome.version)
 
 
 def deleted_memory(outcome: Outcome) -> tuple[Response, int]:
@@ -66,7 +68,8 @@ def outcome_at(position: int) -> Outcome:
     event = recorded.to_domain()
     if not isinstance(event, MemoryEvent):
         raise StorageError(f"the event at position {position} is not a memory event")
-    return Outcome(event.memory, created=isinstance(event, MemorySaved), position=position)
+    return Outcome(event.memory, created=isinstance(event, MemorySaved), position=position,
+                   version=recorded.stream_version)
 
 
 def _projected_row(memory_id: str) -> dict[str, Any] | None:

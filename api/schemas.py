@@ -207,6 +207,8 @@ class MemorySchema(Schema):
     updated = fields.String(metadata={"example": "2026-03-12T14:30:00"})
     last_accessed = fields.String()
     access_count = fields.Integer()
+    version = fields.Integer(metadata={"description": "how many writes the memory's name has had: its ETag, and "
+                                                      "what If-Match and expected_version name"})
 
 
 class MemoryListSchema(Schema):
@@ -271,6 +273,8 @@ class ToolCallSchema(Schema):
     scope = fields.String(metadata={"description": "omitted: the inherited target (save/get/delete) or the envelope"})
     query = fields.String()
     limit = fields.Integer(metadata={"description": "default 20, capped at 50"})
+    expected_version = fields.Integer(metadata={"description": "save or delete only if the memory is at this "
+                                                               "version (get shows it); else ok is false"})
 
 
 class ToolResultSchema(Schema):
@@ -288,6 +292,11 @@ class DeletedProjectSchema(Schema):
 
 class ErrorSchema(Schema):
     error = fields.String()
+
+
+class VersionMismatchSchema(ErrorSchema):
+    current_version = fields.Integer(allow_none=True, metadata={"description": "the memory's version now; "
+                                                                               "null: it does not exist"})
 
 
 class AuditRecordSchema(Schema):

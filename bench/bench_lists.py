@@ -2,10 +2,11 @@
 
 Fills ``structured_memories`` (and ``memory_counts``, as the projection keeps it) directly with
 ``--count`` rows in two layouts: spread over 1,000 user namespaces (plus 1 % global), and all in
-one (global). Then runs ``list_memories(limit=100)`` for the filters callers use, in-process, and
-the same filters through the query before issue 15 (every pattern ``OR``-ed into one statement,
-ordered and limited by the database), and the admin total from the counts beside a ``COUNT(*)``:
-p50 and p95 in ms and the ratio. Prints each new query's plan.
+one (global). Then runs ``list_memories(limit=100)`` for the filters callers use, in-process; for
+several namespaces, the same ranges read one statement per namespace and merged in Python (as
+commit 61d1195 did); the same filters through the query before issue 15 (every pattern ``OR``-ed
+into one statement, ordered and limited by the database), and the admin total from the counts
+beside a ``COUNT(*)``: p50 and p95 in ms and the ratio. Prints the four-namespace statement's plan.
 
     .venv/bin/python bench/bench_lists.py                       # sqlite and postgres, 1,000,000 rows
     .venv/bin/python bench/bench_lists.py --backend sqlite --count 200000
@@ -88,6 +89,18 @@ def before(conn: Any, where: MemoryFilter, limit: int) -> list[Any]:
     return list(conn.execute(query.order_by(table.c.updated.desc(), table.c.memory_id).limit(limit)))
 
 
+def per_namespace(conn: Any, where: MemoryFilter, limit: int) -> list[dict[str, Any]]:
+    """The list as commit 61d1195 read it: one statement per pattern, merged in Python (rows via ``_mapping``)."""
+    found: dict[str, dict[str, Any]] = {}
+    for pattern in _distinct(where.scopes or ()):
+        values = {"type": where.type, "limit": limit, "scope_0": pattern.scope, "scope_id_0": pattern.scope_id}
+        for row in conn.execute(_merged((pattern.scope_id is not None,), bool(where.type)), values):
+            found.setdefault(row.memory_id, dict(row._mapping))
+    page = sorted(found.values(), key=lambda row: row["memory_id"])
+    page.sort(key=lambda row: row["updated"], reverse=True)
+    return page[:limit]
+
+
 def p50_p95(samples: list[float]) -> tuple[float, float]:
     return percentile(samples, 50), percentile(samples, 95)
 
@@ -121,16 +134,19 @@ def run(label: str, database: Database, count: int, rounds: int) -> None:
         fill(database, count, spread)
         layout = "1,000 user namespaces + 1 % global" if spread else "all in one (global)"
         print(f"\n{count:,} memories, {layout}:\n")
-        print("| list (limit 100) | now p50 ms | now p95 ms | before p50 ms | before / now (p50) |")
-        print("|---|---|---|---|---|")
+        print("| list (limit 100) | now p50 ms | now p95 ms | one statement per namespace p50 ms | "
+              "before p50 ms | before / now (p50) |")
+        print("|---|---|---|---|---|---|")
         for name, where in FILTERS.items():
             now = timed(database, lambda conn, where=where: list_memories(conn, where, 100), rounds)
+            separate = "" if where.scopes is None or len(where.scopes) < 2 else \
+                f"{p50_p95(timed(database, lambda conn, where=where: per_namespace(conn, where, 100), rounds))[0]:.3f}"
             old = timed(database, lambda conn, where=where: before(conn, where, 100), max(3, rounds // 20))
             with database.read() as conn:
                 assert [row["memory_id"] for row in list_memories(conn, where, 100)] == \
                     [row.memory_id for row in before(conn, where, 100)]
             (now50, now95), old50 = p50_p95(now), p50_p95(old)[0]
-            print(f"| {name} | {now50:.3f} | {now95:.3f} | {old50:.1f} | {old50 / now50:.0f}x |")
+            print(f"| {name} | {now50:.3f} | {now95:.3f} | {separate} | {old50:.1f} | {old50 / now50:.0f}x |")
         where = FILTERS["admin: type=reference"]
         now = timed(database, lambda conn, where=where: count_memories(conn, where), rounds)
         old = timed(database, lambda conn: conn.execute(select(func.count()).select_from(table).where(

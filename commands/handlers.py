@@ -30,7 +30,7 @@ from events.types import (
     memory_stream_id,
 )
 from memoryd.domain import DEFAULT_TYPE, Memory, Namespace, utc_timestamp
-from memoryd.errors import NotFound
+from memoryd.errors import NotFound, VersionMismatch
 
 Claim = Callable[[Connection, int], None] | None  # runs in the append's transaction (idempotency keys)
 
@@ -65,11 +65,13 @@ class Outcome:
     memory: Memory
     created: bool
     position: int
+    version: int  # the stream's version after this write: the memory's ``ETag``
 
 
 def save_memory(command: SaveMemory, metadata: EventMetadata, deps: Dependencies, claim: Claim = None) -> Outcome:
     stream_id = memory_stream_id(command.name, command.namespace.scope, command.namespace.scope_id)
-    return _decide_and_append(stream_id, lambda current: _decide_save(command, current, deps), metadata, deps, claim)
+    return _decide_and_append(stream_id, lambda current: _decide_save(command, current, deps), metadata, deps, claim,
+                              command.expected_version)
 
 
 def _decide_save(command: SaveMemory, current: Memory | None, deps: Dependencies) -> MemoryEvent:
@@ -92,7 +94,7 @@ def delete_memory(command: DeleteMemory, metadata: EventMetadata, deps: Dependen
             raise NotFound(f"Memory '{command.name}' not found")
         return MemoryDeleted(current)
 
-    return _decide_and_append(stream_id, decide, metadata, deps, claim)
+    return _decide_and_append(stream_id, decide, metadata, deps, claim, command.expected_version)
 
 
 def delete_memory_by_id(
@@ -109,7 +111,7 @@ def delete_memory_by_id(
         return MemoryDeleted(current)
 
     stream_id = memory_stream_id(name, namespace.scope, namespace.scope_id)
-    return _decide_and_append(stream_id, decide, metadata, deps, claim)
+    return _decide_and_append(stream_id, decide, metadata, deps, claim, command.expected_version)
 
 
 def _decide_and_append(
@@ -118,10 +120,22 @@ def _decide_and_append(
     metadata: EventMetadata,
     deps: Dependencies,
     claim: Claim,
+    expected_version: int | None,
 ) -> Outcome:
-    event, position = append_decision(stream_id, lambda last: decide(current_memory(last)), metadata, deps, claim)
-    assert isinstance(event, MemoryEvent)
-    return Outcome(event.memory, created=isinstance(event, MemorySaved), position=position)
+    """Decide on the stream's state; with ``expected_version``, only if the memory is there at that version."""
+
+    def checked(last: RecordedEvent | None) -> MemoryEvent:
+        current = current_memory(last)
+        if expected_version is not None and current is None:  # no memory is at any version: never a create
+            raise VersionMismatch(expected_version, None)
+        event = decide(current)
+        version = last.stream_version if last else 0
+        if expected_version is not None and version != expected_version:
+            raise VersionMismatch(expected_version, version)
+        return event
+
+    event, position, version = append_decision(stream_id, checked, metadata, deps, claim)
+    return Outcome(event.memory, created=isinstance(event, MemorySaved), position=position, version=version)
 
 
 E = TypeVar("E", bound=DomainEvent)
@@ -133,11 +147,13 @@ def append_decision(
     metadata: EventMetadata,
     deps: Dependencies,
     claim: Claim = None,
-) -> tuple[E, int]:
-    """Load the stream's newest event, decide, append at that version (a race raises ``ConcurrencyConflict``)."""
+) -> tuple[E, int, int]:
+    """Load the stream's newest event, decide, append at that version (a race raises ``ConcurrencyConflict``):
+    the event, its position and the stream's new version."""
     last = deps.store.last_event(stream_id)
     event = decide(last)
-    return event, deps.store.append(stream_id, last.stream_version if last else 0, [event], metadata, claim)
+    version = last.stream_version if last else 0
+    return event, deps.store.append(stream_id, version, [event], metadata, claim), version + 1
 
 
 def save_many(commands: list[SaveMemory], metadata: EventMetadata, deps: Dependencies) -> list[Outcome]:
@@ -157,4 +173,5 @@ def save_many(commands: list[SaveMemory], metadata: EventMetadata, deps: Depende
         appends.append((stream, versions[stream], event))
         created.append(isinstance(event, MemorySaved))
     positions = deps.store.append_many(appends, metadata)
-    return [Outcome(event.memory, new, position) for (_, _, event), new, position in zip(appends, created, positions)]
+    return [Outcome(event.memory, new, position, version)
+            for (_, version, event), new, position in zip(appends, created, positions)]

@@ -24,6 +24,7 @@ class SaveMemory:
     description: str
     type: str | None  # None: unset, so a new memory gets "general" and an update keeps its type
     namespace: Namespace
+    expected_version: int | None = None  # only if the memory exists at this version (If-Match)
 
     @classmethod
     def validated(
@@ -35,10 +36,11 @@ class SaveMemory:
         type: Any,
         max_content: int,
         resolve_namespace: Callable[[], Namespace],
+        expected_version: int | None = None,
     ) -> SaveMemory:
         """Check the fields in the order clients rely on: name, content, description, type, scope."""
         clean = (clean_name(name), clean_content(content, max_content), clean_description(description), clean_type(type))
-        return cls(*clean, namespace=resolve_namespace())
+        return cls(*clean, namespace=resolve_namespace(), expected_version=expected_version)
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ class DeleteMemory:
 
     name: str
     namespace: Namespace
+    expected_version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class DeleteMemoryById:
     """Delete a memory by its id (administrators)."""
 
     memory_id: str
+    expected_version: int | None = None
 
 
 Command = SaveMemory | DeleteMemory | DeleteMemoryById

@@ -101,7 +101,7 @@ def create_project(command: CreateProject, metadata: EventMetadata, deps: Depend
     _existing_user(deps, command.owner_user_id)
     now = deps.clock()
     project = Project(deps.new_id(), name, command.owner_user_id, ACTIVE, (), now, now)
-    event, position = append_decision(project_stream_id(project.project_id), lambda _: ProjectCreated(project),
+    event, position, _ = append_decision(project_stream_id(project.project_id), lambda _: ProjectCreated(project),
                                       metadata, deps, claim)
     return ProjectOutcome(event.project, position)
 
@@ -165,7 +165,7 @@ def _change(project_id: str, change: Callable[[Project], ProjectEvent | None], m
         return event
 
     try:
-        event, position = append_decision(project_stream_id(project_id), decide, metadata, deps, claim)
+        event, position, _ = append_decision(project_stream_id(project_id), decide, metadata, deps, claim)
     except _Unchanged as unchanged:
         return ProjectOutcome(unchanged.project, None)
     return ProjectOutcome(event.project, position)

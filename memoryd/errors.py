@@ -35,6 +35,19 @@ class Conflict(MemorydError):
     status = 409
 
 
+class VersionMismatch(MemorydError):
+    """A conditional write (``If-Match``, ``expected_version``) found the memory at another version: nothing
+    was appended. ``current`` is the memory's version now (None: there is no such memory)."""
+
+    status = 412
+
+    def __init__(self, expected: int, current: int | None) -> None:
+        found = "no such memory" if current is None else f"it is at version {current}"
+        super().__init__(f"the memory is not at version {expected}: {found}; read it again and retry")
+        self.expected = expected
+        self.current = current
+
+
 class StorageError(MemorydError):
     """The database failed; never reported to clients as a miss."""
 

@@ -63,6 +63,7 @@ structured_memories = Table(
     Column("updated", String(19), nullable=False),
     Column("last_accessed", String(19), nullable=False),
     Column("access_count", Integer, nullable=False),
+    Column("version", Integer, nullable=False, server_default="0"),  # the stream's version: the ETag
     UniqueConstraint("name", "scope", "scope_id", name="uq_structured_memories_identity"),
 )
 # A list reads one index range per visible namespace in its own order (updated newest first, then id) and

@@ -19,7 +19,8 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from events.types import MEMORY_EVENTS, MemoryDeleted, MemoryEvent, RecordedEvent
 from memoryd.schema import memory_counts, structured_memories
 
-_REWRITTEN_ON_UPDATE = ("name", "description", "type", "scope", "scope_id", "content", "created", "updated", "last_accessed")
+_REWRITTEN_ON_UPDATE = ("name", "description", "type", "scope", "scope_id", "content", "created", "updated", "last_accessed",
+                        "version")
 
 
 _KEY = (structured_memories.c.scope, structured_memories.c.scope_id, structured_memories.c.type)  # what counts
@@ -45,7 +46,8 @@ class MemoryTableProjection:
                 self._count(conn, tuple(gone), -1)
             return
         before = conn.execute(_KEY_OF, {"memory_id": memory.memory_id}).first()
-        row: dict[str, Any] = memory.to_dict() | {"last_accessed": memory.updated, "access_count": 0}
+        row: dict[str, Any] = memory.to_dict() | {"last_accessed": memory.updated, "access_count": 0,
+                                                  "version": recorded.stream_version}
         conn.execute(self._upsert(conn.dialect.name), row)
         after = (memory.scope, memory.scope_id, memory.type)
         if before is None or tuple(before) != after:  # new, or moved to another namespace or type

@@ -26,7 +26,7 @@ MEMORIES = "/v1/api/memories"
 SEARCH = "/v1/api/memories/search"
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$")
 ROW_KEYS = {"memory_id", "name", "description", "type", "scope", "scope_id", "content",
-            "created", "updated", "last_accessed", "access_count"}
+            "created", "updated", "last_accessed", "access_count", "version"}
 
 
 

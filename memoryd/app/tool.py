@@ -44,7 +44,7 @@ from memoryd.domain import (
     clean_type_filter,
     utc_timestamp,
 )
-from memoryd.errors import MemorydError, NotFound, StorageError, ValidationError
+from memoryd.errors import MemorydError, NotFound, StorageError, ValidationError, VersionMismatch
 from memoryd.sessions import Session
 from memoryd.text import checked_identifier, checked_text
 from projections.filters import MemoryFilter, ScopePattern
@@ -56,7 +56,7 @@ COORDINATOR_SCOPES = ("coordinator", "project")
 DEFAULT_LIMIT, MAX_LIMIT = 20, 50
 TEXT_ARGUMENTS = ("action", "name", "content", "description", "type", "scope", "query")
 IDENTIFIER_ARGUMENTS = ("action", "name", "type", "scope")
-_LIMIT = re.compile(r"[+-]?[0-9]{1,18}")
+_LIMIT = re.compile(r"[+-]?[0-9]{1,18}")  # a whole number as text: limit, expected_version
 
 
 class ToolRefusal(Exception):
@@ -77,11 +77,13 @@ class ToolResult:
         event = recorded.to_domain() if recorded is not None else None
         if not isinstance(event, MemoryEvent):
             raise StorageError("the memory tool's event is missing from the log")
-        return cls.written({MemorySaved: "Saved", MemoryUpdated: "Updated"}.get(type(event), "Deleted"), event.memory)
+        verb = {MemorySaved: "Saved", MemoryUpdated: "Updated"}.get(type(event), "Deleted")
+        return cls.written(verb, event.memory, recorded.stream_version if recorded is not None else 0)
 
     @classmethod
-    def written(cls, verb: str, memory: Memory) -> ToolResult:
-        return cls(True, f"{verb} memory '{memory.name}' (scope={memory.scope})", memory=memory.to_dict())
+    def written(cls, verb: str, memory: Memory, version: int) -> ToolResult:
+        """A write's answer (the reference's words); ``version`` is what a later ``expected_version`` names."""
+        return cls(True, f"{verb} memory '{memory.name}' (scope={memory.scope})", memory=memory.to_dict() | {"version": version})
 
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {"ok": self.ok}
@@ -127,9 +129,13 @@ class MemoryTool:
             description=arguments.get("description"), type=arguments.get("type"),
             max_content=self.max_content,
             resolve_namespace=lambda: self._target(context, arguments.get("scope"), write=True),
+            expected_version=_expected_version(arguments),
         )
-        outcome = self.bus.handle(command, self._metadata(context), claim)
-        return ToolResult.written("Saved" if outcome.created else "Updated", outcome.memory)
+        try:
+            outcome = self.bus.handle(command, self._metadata(context), claim)
+        except VersionMismatch as mismatch:
+            raise ToolRefusal(_changed_meanwhile(mismatch)) from None
+        return ToolResult.written("Saved" if outcome.created else "Updated", outcome.memory, outcome.version)
 
     def _get(self, context: SessionScope, arguments: dict[str, Any], claim: IdempotencyClaim | None) -> ToolResult:
         name = clean_name(_required(arguments, "name", "get"))
@@ -145,12 +151,15 @@ class MemoryTool:
     def _delete(self, context: SessionScope, arguments: dict[str, Any], claim: IdempotencyClaim | None) -> ToolResult:
         name = clean_name(_required(arguments, "name", "delete"))
         namespace = self._target(context, arguments.get("scope"), write=True)
+        command = DeleteMemory(name, namespace, expected_version=_expected_version(arguments))
         try:
-            outcome = self.bus.handle(DeleteMemory(name, namespace), self._metadata(context), claim)
+            outcome = self.bus.handle(command, self._metadata(context), claim)
         except NotFound:
             raise ToolRefusal(f"no memory named '{name}' in scope '{namespace.scope}'"
                               + self._hint(context, name, namespace)) from None
-        return ToolResult.written("Deleted", outcome.memory)
+        except VersionMismatch as mismatch:
+            raise ToolRefusal(_changed_meanwhile(mismatch)) from None
+        return ToolResult.written("Deleted", outcome.memory, outcome.version)
 
     def _search(self, context: SessionScope, arguments: dict[str, Any], claim: IdempotencyClaim | None) -> ToolResult:
         query = (arguments.get("query") or "").strip()
@@ -284,6 +293,25 @@ def _limit(arguments: dict[str, Any]) -> int:
     if isinstance(raw, bool) or not isinstance(raw, int):
         raise ToolRefusal(f"'limit' must be a whole number such as 10 (default {DEFAULT_LIMIT}, at most {MAX_LIMIT})")
     return max(1, min(MAX_LIMIT, raw))
+
+
+def _expected_version(arguments: dict[str, Any]) -> int | None:
+    """``expected_version``: write only if the memory is at this version (a whole number, as get gives it)."""
+    raw = arguments.get("expected_version")
+    if raw is None:
+        return None
+    if isinstance(raw, str) and _LIMIT.fullmatch(raw.strip()):
+        raw = int(raw)
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 1:
+        raise ToolRefusal("'expected_version' must be a memory's version, a whole number such as 3 (get shows it)")
+    return raw
+
+
+def _changed_meanwhile(mismatch: VersionMismatch) -> str:
+    if mismatch.current is None:
+        return f"nothing written: the memory is not at version {mismatch.expected} (it does not exist now)"
+    return (f"nothing written: the memory is at version {mismatch.current}, not {mismatch.expected}; "
+            "get it again, then decide")
 
 
 def _render(row: dict[str, Any], *, full: bool = False) -> str:

@@ -101,11 +101,12 @@ def _tools(server: MCPServer, resolver: SessionResolver) -> None:
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                                              open_world_hint=False))
     async def memory_save(name: str, content: str, description: str, ctx: Context, type: MemoryType | None = None,
-                          scope: Scope | None = None) -> CallToolResult:
+                          scope: Scope | None = None, expected_version: int | None = None) -> CallToolResult:
         """Save a memory, or update the one of this name in its scope. Without a scope: the attached project,
-        else global (coordinators: their coordinator scope). The description is a one-line relevance summary."""
+        else global (coordinators: their coordinator scope). The description is a one-line relevance summary.
+        With expected_version (a get shows it), only if nobody changed the memory since."""
         return await _tool_call(resolver, ctx, "save", name=name, content=content, description=description,
-                                type=type, scope=scope)
+                                type=type, scope=scope, expected_version=expected_version)
 
     @server.tool(annotations=READS)
     async def memory_get(name: str, ctx: Context, scope: Scope | None = None) -> CallToolResult:
@@ -126,9 +127,11 @@ def _tools(server: MCPServer, resolver: SessionResolver) -> None:
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
                                              open_world_hint=False))
-    async def memory_delete(name: str, ctx: Context, scope: Scope | None = None) -> CallToolResult:
-        """Delete a memory by name (and scope). It stays in memoryd's audit log."""
-        return await _tool_call(resolver, ctx, "delete", name=name, scope=scope)
+    async def memory_delete(name: str, ctx: Context, scope: Scope | None = None,
+                            expected_version: int | None = None) -> CallToolResult:
+        """Delete a memory by name (and scope); with expected_version, only at that version. It stays in
+        memoryd's audit log."""
+        return await _tool_call(resolver, ctx, "delete", name=name, scope=scope, expected_version=expected_version)
 
 
 def _one_tool(server: MCPServer, resolver: SessionResolver) -> None:
@@ -136,10 +139,10 @@ def _one_tool(server: MCPServer, resolver: SessionResolver) -> None:
     async def memory(action: Literal["save", "get", "search", "delete", "list"], ctx: Context,
                      name: str | None = None, content: str | None = None, description: str | None = None,
                      type: MemoryType | None = None, scope: Scope | None = None, query: str | None = None,
-                     limit: int | None = None) -> CallToolResult:
+                     limit: int | None = None, expected_version: int | None = None) -> CallToolResult:
         """The spec's memory tool: save, get, search, delete or list persistent, scoped memories."""
         return await _tool_call(resolver, ctx, action, name=name, content=content, description=description,
-                                type=type, scope=scope, query=query, limit=limit)
+                                type=type, scope=scope, query=query, limit=limit, expected_version=expected_version)
 
 
 async def _turn_text(resolver: SessionResolver, ctx: Context, query: str | None,

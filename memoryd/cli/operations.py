@@ -23,10 +23,12 @@ def db() -> None:
 @db.command("upgrade")
 @reported
 def db_upgrade() -> None:
-    """Create or upgrade the schema to the newest revision."""
+    """Create or upgrade the schema to the newest revision, then catch the projections up (an upgrade may
+    hand a read model back to the log to be replayed)."""
     services = command_services(prepare=False)
     migrate.upgrade(services.database)
-    click.echo(f"database at the newest revision: {services.database.url!r}")
+    reached = services.projector.catch_up()
+    click.echo(f"database at the newest revision: {services.database.url!r}; projections at position {reached}")
 
 
 @main.group()

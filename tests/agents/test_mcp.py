@@ -64,6 +64,10 @@ def test_every_tool_over_stdio_with_refusals_as_tool_errors(live_server, agent):
                                                            "description": "code style", "scope": "workstream"})
             assert not saved.is_error and text(saved) == "Saved memory 'mcp_style' (scope=workstream)"
             assert saved.structured_content["memory"]["name"] == "mcp_style"
+            assert saved.structured_content["memory"]["version"] == 1
+            stale = await client.call_tool("memory_save", {"name": "mcp_style", "content": "lost", "description": "d",
+                                                           "scope": "workstream", "expected_version": 2})
+            assert stale.is_error and "at version 1, not 2" in text(stale)
             got = await client.call_tool("memory_get", {"name": "mcp_style", "scope": "workstream"})
             assert "tabs, not spaces" in text(got)
             found = await client.call_tool("memory_search", {"query": "tabs"})
@@ -81,7 +85,8 @@ def test_every_tool_over_stdio_with_refusals_as_tool_errors(live_server, agent):
             assert session["session_id"] == agent["session_id"] and session["in_scope"] >= 1
             prompt = await client.get_prompt("memory_context", {"query": "tabs or spaces"})
             assert "mcp_style" in prompt.messages[0].content.text
-            deleted = await client.call_tool("memory_delete", {"name": "mcp_style", "scope": "workstream"})
+            deleted = await client.call_tool("memory_delete", {"name": "mcp_style", "scope": "workstream",
+                                                               "expected_version": 1})
             assert not deleted.is_error and text(deleted).startswith("Deleted memory 'mcp_style'")
 
     run(scenario)

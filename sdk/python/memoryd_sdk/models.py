@@ -42,6 +42,7 @@ class MemoryInfo(Model):
     updated: str = ""
     last_accessed: str = ""
     access_count: int = 0
+    version: int = 0  # the memory's version: its ETag in REST answers
     position: int | None = None
 
 

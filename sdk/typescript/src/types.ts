@@ -12,6 +12,7 @@ export interface MemoryInfo {
   updated: string;
   last_accessed?: string;
   access_count?: number;
+  version?: number;
 }
 
 export interface ListMemoriesResponse {
