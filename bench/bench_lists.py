@@ -152,7 +152,7 @@ def run(label: str, database: Database, count: int, rounds: int) -> None:
         old = timed(database, lambda conn: conn.execute(select(func.count()).select_from(table).where(
             table.c.type == "reference")).scalar(), max(3, rounds // 20))
         (now50, now95), old50 = p50_p95(now), p50_p95(old)[0]
-        print(f"| admin total, type=reference (counts vs COUNT(*)) | {now50:.3f} | {now95:.3f} | {old50:.1f} | "
+        print(f"| admin total, type=reference (counts vs COUNT(*)) | {now50:.3f} | {now95:.3f} |  | {old50:.1f} | "
               f"{old50 / now50:.0f}x |")
     with database.read() as conn:
         plan = plan_of(conn, FILTERS["tool envelope: four namespaces"])

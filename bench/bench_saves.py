@@ -5,8 +5,8 @@ chunks (rotating which path goes first) so table growth, cache warm-up and
 background noise hit all of them alike:
 
 * ``memoryd``: ``services.bus.handle(SaveMemory.validated(...), EventMetadata(...))``:
-  validation, stream load, event append (PG: advisory lock), in-process
-  projection catch-up with its checkpoint.
+  validation, then one transaction: stream load, event append (PG: advisory
+  lock), the in-process projections with their checkpoints.
 * ``raw memories``: one SQLAlchemy Core ``INSERT`` (``ON CONFLICT DO UPDATE``
   for updates, the projection's own statement shape) into
   ``structured_memories``, one transaction (commit) per row.
@@ -254,7 +254,7 @@ def run_workload(runner: Runner, items: list[tuple[int, Save]], update: bool) ->
 class Breakdown:
     """Where memoryd's time goes: phase timings plus statement/commit/checkout counts."""
 
-    phases: dict[str, list[int]] = field(default_factory=lambda: {"load": [], "append": [], "catch_up": []})
+    phases: dict[str, list[int]] = field(default_factory=lambda: {"load": [], "append": [], "project": []})
     counts: Counter[str] = field(default_factory=Counter)
     saves: int = 0
     database_ns: int = 0  # inside the driver: every statement's execute, and the commit (the floor of a save)
@@ -312,7 +312,8 @@ def instrumented(services: Services) -> Iterator[Breakdown]:
 
     wrap(services.store, "last_event", "load")
     wrap(services.store, "append", "append")
-    wrap(services.projector, "catch_up", "catch_up")
+    wrap(services.projector, "step", "project")  # inside the save's transaction
+    wrap(services.projector, "catch_up", "project")  # after its commit, when the step could not
     event.listen(engine, "before_cursor_execute", on_execute)
     event.listen(engine, "before_cursor_execute", on_started)
     event.listen(engine, "after_cursor_execute", on_executed)
@@ -330,6 +331,7 @@ def instrumented(services: Services) -> Iterator[Breakdown]:
         event.remove(engine.pool, "checkout", on_checkout)
         for attr in ("last_event", "append"):
             delattr(services.store, attr)
+        delattr(services.projector, "step")
         delattr(services.projector, "catch_up")
 
 
@@ -354,6 +356,8 @@ def run_breakdown(services: Services, creates: list[Save]) -> list[str]:
         lines.append(f"    in the database (statements and commit, driver time) {database:.3f} ms/save = "
                      f"{database / total:.0%}")
         for phase, values in breakdown.phases.items():
+            if not values:
+                continue
             lines.append(f"    {phase:<10} mean {statistics.fmean(values) / 1e6:.3f} ms  p50 "
                          f"{statistics.median(values) / 1e6:.3f} ms")
         for key, value in sorted(breakdown.counts.items(), key=lambda kv: (kv[0].startswith("  "), kv[0])):
