@@ -20,12 +20,13 @@ from api.schemas import (
     AdminSearchQuery,
     AuditPageSchema,
     AuditQuery,
+    MemoryHistorySchema,
     MemorySchema,
     load,
 )
 from commands.model import DeleteMemoryById
 from events.audit import AuditQuery as AuditFilter
-from events.audit import list_audit
+from events.audit import list_audit, memory_history
 from memoryd.errors import NotFound, ValidationError
 from projections.filters import MemoryFilter, ScopePattern
 from projections.queries import count_memories, get_memory, list_memories
@@ -73,6 +74,17 @@ def get(memory_id: str) -> tuple[Response, int]:
 def delete(memory_id: str) -> tuple[Response, int]:
     command = DeleteMemoryById(memory_id, expected_version=expected_version())
     return deleted_by_id(services().bus.handle(command, *writing("admin")))
+
+
+@blueprint.get("/memories/<memory_id>/history")
+@authorized("read", admin=True)
+def history(memory_id: str) -> tuple[Response, int]:
+    """Every write of one memory, from the log (deleted memories included)."""
+    with services().database.read() as conn:
+        versions = memory_history(services().store, conn, memory_id)
+    if not versions:
+        raise NotFound("Memory not found")
+    return respond(MemoryHistorySchema(), {"memory_id": memory_id, "versions": [v.to_dict() for v in versions]})
 
 
 @blueprint.get("/audit")

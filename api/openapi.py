@@ -96,6 +96,10 @@ def build_openapi() -> dict[str, Any]:
         "delete": _operation("Delete one memory by id", schemas.StatusSchema, path=("memory_id",), idempotent=True,
                              conditional=True),
     })
+    spec.path("/v1/api/admin/memories/{memory_id}/history", operations={
+        "get": _operation("Every write of one memory, from the log, oldest first (deleted memories too)",
+                          schemas.MemoryHistorySchema, path=("memory_id",)),
+    })
     spec.path("/v1/api/admin/audit", operations={
         "get": _operation("Audit records of saves, updates and deletes, from the log", schemas.AuditPageSchema,
                           query=schemas.AuditQuery),

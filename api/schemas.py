@@ -324,6 +324,36 @@ class AuditPageSchema(Schema):
     next_after = fields.Integer(metadata={"description": "pass as `after` for the next page"})
 
 
+class HistoricMemorySchema(Schema):
+    """A memory as one write left it (no read counters: the log has none)."""
+
+    memory_id = fields.String()
+    name = fields.String()
+    description = fields.String()
+    type = fields.String()
+    scope = fields.String()
+    scope_id = fields.String()
+    content = fields.String()
+    created = fields.String()
+    updated = fields.String()
+
+
+class MemoryVersionSchema(Schema):
+    version = fields.Integer(metadata={"description": "the memory's version after this write (its ETag then)"})
+    position = fields.Integer()
+    event_type = fields.String(metadata={"example": "memory.update"})
+    time = fields.String()
+    actor = fields.String(metadata={"description": "the acting user's id"})
+    surface = fields.String(metadata={"description": "rest, admin, tool or cli"})
+    memory = fields.Nested(HistoricMemorySchema, metadata={"description": "as the write left it; a delete: as it was"})
+    superseded = fields.Boolean(metadata={"description": "an operator replaced the event; memory is the replacement"})
+
+
+class MemoryHistorySchema(Schema):
+    memory_id = fields.String()
+    versions = fields.List(fields.Nested(MemoryVersionSchema), metadata={"description": "oldest first"})
+
+
 def load(schema: Schema, data: Any) -> dict[str, Any]:
     """Validate ``data``; report the first problem, in field order, as our ValidationError."""
     try:

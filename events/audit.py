@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, bindparam, select
 
-from events.types import EVENT_CLASSES
+from events.store import EventStore
+from events.types import EVENT_CLASSES, MemoryEvent
 from memoryd.schema import events
 
 AUDITED = tuple(EVENT_CLASSES)  # every event: memory, project and supersede
@@ -90,3 +91,49 @@ def _record(row: Any) -> AuditRecord:
         member=member,
         access=project.get("members", {}).get(member, "") if member else "",
     )
+
+
+@dataclass(frozen=True)
+class MemoryVersion:
+    """One write of a memory as the log holds it: who, when, through which door, and the memory it left."""
+
+    version: int
+    position: int
+    event_type: str
+    time: str
+    actor: str
+    surface: str
+    memory: dict[str, Any]  # as the write left it (a delete: as it was when deleted)
+    superseded: bool  # an operator replaced the event; ``memory`` is what the replacement says
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_STREAM_OF = select(events.c.stream_id).where(
+    events.c.payload[("memory", "memory_id")].as_string() == bindparam("memory_id")).limit(1)
+
+
+def memory_history(store: EventStore, conn: Connection, memory_id: str) -> list[MemoryVersion]:
+    """Every write of the memory ``memory_id``, oldest first (empty if the log never held it).
+
+    The memory's stream is found by its id, then read whole by its index. A name deleted and saved again
+    is a new memory with its own id, so only this memory's writes are listed. A superseded event is shown
+    as the projections applied it (its replacement), and marked.
+    """
+    stream_id = conn.execute(_STREAM_OF, {"memory_id": memory_id}).scalar()
+    if stream_id is None:
+        return []
+    originals = store.stream(conn, stream_id)
+    applied = store.events_at([original.position for original in originals])
+    versions = []
+    for original in originals:
+        recorded = applied[original.position]
+        event = recorded.to_domain()
+        if not isinstance(event, MemoryEvent) or event.memory.memory_id != memory_id:
+            continue
+        versions.append(MemoryVersion(
+            recorded.stream_version, recorded.position, recorded.event_type, recorded.recorded_at[:19],
+            recorded.metadata.get("actor_user_id", ""), recorded.metadata.get("surface", ""), event.memory.to_dict(),
+            superseded=recorded != original))
+    return versions

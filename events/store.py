@@ -49,6 +49,7 @@ _AFTER = select(events).where(events.c.position > bindparam("position")).order_b
     .limit(bindparam("limit"))
 _LAST = select(events).where(events.c.stream_id == bindparam("stream_id")).order_by(events.c.stream_version.desc()) \
     .limit(1)
+_STREAM = select(events).where(events.c.stream_id == bindparam("stream_id")).order_by(events.c.stream_version)
 _INSERT = insert(events).returning(events.c.position)
 _ORDER_APPENDS = text("SELECT pg_advisory_xact_lock(:class, hashtext(current_schema()))")
 _AT = select(events).where(or_(events.c.position.in_(bindparam("positions", expanding=True)),
@@ -149,6 +150,10 @@ class EventStore:
         rows = conn.execute(select(events).where(events.c.event_type == EventSuperseded.event_type))
         found = [_recorded(row).to_domain() for row in rows]
         return {event.position: event for event in found if isinstance(event, EventSuperseded)}
+
+    def stream(self, conn: Connection, stream_id: str) -> list[RecordedEvent]:
+        """Every event of one stream, in version order (as recorded: supersedes are not applied)."""
+        return [_recorded(row) for row in conn.execute(_STREAM, {"stream_id": stream_id})]
 
     def read_after(self, conn: Connection, position: int, limit: int) -> list[RecordedEvent]:
         return [_recorded(row) for row in conn.execute(_AFTER, {"position": position, "limit": limit})]

@@ -95,6 +95,10 @@ class AsyncMemorydConsole(_Client):
     async def delete_memory(self, memory_id: str) -> models.StatusResponse:
         return await self._transport.send(calls.admin_delete_memory(memory_id))
 
+    async def memory_history(self, memory_id: str) -> models.MemoryHistory:
+        """Every write of one memory, oldest first, from the log (deleted memories too)."""
+        return await self._transport.send(calls.memory_history(memory_id))
+
     async def iter_audit(self, *, action: str = "", actor: str = "", memory_id: str = "", project_id: str = "",
                    after: int = 0, page: int = 100) -> AsyncIterator[models.AuditRecord]:
         """Every audit record after ``after``, oldest first, fetched ``page`` at a time."""

@@ -113,6 +113,10 @@ def admin_get_memory(memory_id: str) -> Call[models.MemoryInfo]:
     return Call("GET", name_path("/v1/api/admin/memories", memory_id), models.MemoryInfo, read=True)
 
 
+def memory_history(memory_id: str) -> Call[models.MemoryHistory]:
+    return Call("GET", name_path("/v1/api/admin/memories", memory_id) + "/history", models.MemoryHistory, read=True)
+
+
 def admin_delete_memory(memory_id: str) -> Call[models.StatusResponse]:
     return Call("DELETE", name_path("/v1/api/admin/memories", memory_id), models.StatusResponse)
 

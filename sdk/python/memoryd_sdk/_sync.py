@@ -94,6 +94,10 @@ class MemorydConsole(_Client):
     def delete_memory(self, memory_id: str) -> models.StatusResponse:
         return self._transport.send(calls.admin_delete_memory(memory_id))
 
+    def memory_history(self, memory_id: str) -> models.MemoryHistory:
+        """Every write of one memory, oldest first, from the log (deleted memories too)."""
+        return self._transport.send(calls.memory_history(memory_id))
+
     def iter_audit(self, *, action: str = "", actor: str = "", memory_id: str = "", project_id: str = "",
                    after: int = 0, page: int = 100) -> Iterator[models.AuditRecord]:
         """Every audit record after ``after``, oldest first, fetched ``page`` at a time."""

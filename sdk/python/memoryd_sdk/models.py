@@ -186,3 +186,21 @@ class AuditRecord(Model):
 class AuditPage(Model):
     records: list[AuditRecord]
     next_after: int
+
+
+class MemoryVersion(Model):
+    """One write of a memory: its version after it, where and when, who, and the memory it left."""
+
+    version: int
+    position: int
+    event_type: str
+    time: str
+    actor: str = ""
+    surface: str = ""
+    memory: dict[str, Any]
+    superseded: bool = False
+
+
+class MemoryHistory(Model):
+    memory_id: str
+    versions: list[MemoryVersion]

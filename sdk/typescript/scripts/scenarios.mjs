@@ -24,6 +24,7 @@ const CALLS = {
                                                      : c.getMemory(a.name, { scope: a.scope, scope_id: a.scope_id })),
   delete_memory: (c, a) => (c instanceof MemorydConsole ? c.deleteMemory(a.memory_id)
                                                         : c.deleteMemory(a.name, { scope: a.scope, scope_id: a.scope_id })),
+  memory_history: (c, a) => c.memoryHistory(a.memory_id),
   iter_audit: async (c, a) => {
     const records = [];
     for await (const record of c.iterAudit(a)) records.push(record);

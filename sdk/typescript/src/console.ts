@@ -4,7 +4,8 @@ import { Client } from "./client.js";
 import { given, namePath } from "./transport.js";
 import type { ListOptions } from "./server.js";
 import type {
-  AuditPage, AuditRecord, ListMemoriesResponse, MemoryInfo, ProjectInfo, ReceiptPage, StatusResponse, WorkstreamInfo,
+  AuditPage, AuditRecord, ListMemoriesResponse, MemoryHistory, MemoryInfo, ProjectInfo, ReceiptPage, StatusResponse,
+  WorkstreamInfo,
 } from "./types.js";
 
 const ADMIN = "/v1/api/admin";
@@ -58,6 +59,11 @@ export class MemorydConsole extends Client {
 
   deleteMemory(memoryId: string): Promise<StatusResponse> {
     return this.transport.send({ method: "DELETE", path: namePath(`${ADMIN}/memories`, memoryId) });
+  }
+
+  /** Every write of one memory, oldest first, from the log (deleted memories too). */
+  memoryHistory(memoryId: string): Promise<MemoryHistory> {
+    return this.transport.send({ method: "GET", path: `${namePath(`${ADMIN}/memories`, memoryId)}/history`, read: true });
   }
 
   /** Every audit record after `after`, oldest first, fetched `page` at a time. */

@@ -161,3 +161,20 @@ export interface AuditPage {
   records: AuditRecord[];
   next_after: number;
 }
+
+/** One write of a memory: its version after it, where and when, who, and the memory it left. */
+export interface MemoryVersion {
+  version: number;
+  position: number;
+  event_type: string;
+  time: string;
+  actor: string;
+  surface: string;
+  memory: Record<string, string>;
+  superseded: boolean;
+}
+
+export interface MemoryHistory {
+  memory_id: string;
+  versions: MemoryVersion[];
+}

@@ -1,0 +1,61 @@
+"""A memory's history from the log: every write, who made it, through which door, and the memory it left.
+
+On SQLite and on the real PostgreSQL, through the admin API: deleted memories keep their history, a name
+saved again after a delete is another memory with its own history, and an event an operator superseded is
+shown as the projections applied it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from commands.supersede import SupersedeEvent
+from events.types import EventMetadata
+
+if TYPE_CHECKING:
+    from tests.conftest import MakeCaller
+
+MEMORIES = "/v1/api/memories"
+
+
+def test_every_write_of_a_memory_is_listed_with_its_content_actor_and_version(any_make_caller: MakeCaller):
+    alice, admin = any_make_caller(), any_make_caller("read,write", ("admin.memories",))
+    memory_id = alice.save("deploy_steps", "first", "how we deploy").get_json()["memory_id"]
+    alice.save("deploy_steps", "second", "how we deploy", type="reference")
+    alice.delete(f"{MEMORIES}/deploy_steps")
+    again = alice.save("deploy_steps", "a new memory of the same name").get_json()["memory_id"]
+
+    answer = admin.get(f"/v1/api/admin/memories/{memory_id}/history")
+    assert answer.status_code == 200 and answer.get_json()["memory_id"] == memory_id
+    versions = answer.get_json()["versions"]
+    assert [(v["version"], v["event_type"], v["memory"]["content"], v["memory"]["type"]) for v in versions] == [
+        (1, "memory.save", "first", "general"), (2, "memory.update", "second", "reference"),
+        (3, "memory.delete", "second", "reference")]
+    assert {v["actor"] for v in versions} == {alice.user_id} and {v["surface"] for v in versions} == {"rest"}
+    assert [v["position"] for v in versions] == sorted(v["position"] for v in versions)
+    assert not any(v["superseded"] for v in versions)
+    assert set(versions[0]["memory"]) == {"memory_id", "name", "description", "type", "scope", "scope_id", "content",
+                                          "created", "updated"}
+
+    recreated = admin.get(f"/v1/api/admin/memories/{again}/history").get_json()["versions"]
+    assert [(v["version"], v["memory"]["content"]) for v in recreated] == [(4, "a new memory of the same name")]
+
+
+def test_a_superseded_event_is_shown_as_the_projections_applied_it(any_make_caller: MakeCaller, any_services):
+    alice, admin = any_make_caller(), any_make_caller("read,write", ("admin.memories",))
+    saved = alice.save("deploy_steps", "a secret slipped in", "d")
+    memory_id, position = saved.get_json()["memory_id"], int(saved.headers["X-Memory-Position"])
+    original = any_services.store.event_at(position)
+    payload = {"memory": original.payload["memory"] | {"content": "[removed]"}}
+    replacement = {"event_type": original.event_type, "payload": payload}
+    any_services.bus.handle(SupersedeEvent(position, "a secret", replacement), EventMetadata(surface="cli"))
+    versions = admin.get(f"/v1/api/admin/memories/{memory_id}/history").get_json()["versions"]
+    assert [(v["memory"]["content"], v["superseded"]) for v in versions] == [("[removed]", True)]
+
+
+def test_history_is_for_administrators_and_an_unknown_memory_is_a_404(any_make_caller: MakeCaller):
+    alice, admin = any_make_caller(), any_make_caller("read,write", ("admin.memories",))
+    memory_id = alice.save("deploy_steps", "c").get_json()["memory_id"]
+    assert alice.get(f"/v1/api/admin/memories/{memory_id}/history").status_code == 403
+    missing = admin.get("/v1/api/admin/memories/no-such-memory/history")
+    assert missing.status_code == 404 and missing.get_json() == {"error": "Memory not found"}
