@@ -27,6 +27,7 @@ from api.schemas import (
 from commands.model import DeleteMemoryById
 from events.audit import AuditQuery as AuditFilter
 from events.audit import list_audit, memory_history
+from events.types import memory_stream_id
 from memoryd.errors import NotFound, ValidationError
 from projections.filters import MemoryFilter, ScopePattern
 from projections.queries import count_memories, get_memory, list_memories
@@ -80,8 +81,10 @@ def delete(memory_id: str) -> tuple[Response, int]:
 @authorized("read", admin=True)
 def history(memory_id: str) -> tuple[Response, int]:
     """Every write of one memory, from the log (deleted memories included)."""
+    identity = services().bus.deps.locator.identity_of(memory_id)  # a live memory: its stream, without a scan
+    stream_id = memory_stream_id(identity[0], identity[1].scope, identity[1].scope_id) if identity else None
     with services().database.read() as conn:
-        versions = memory_history(services().store, conn, memory_id)
+        versions = memory_history(services().store, conn, memory_id, stream_id)
     if not versions:
         raise NotFound("Memory not found")
     return respond(MemoryHistorySchema(), {"memory_id": memory_id, "versions": [v.to_dict() for v in versions]})

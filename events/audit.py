@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, select
 
 from events.store import EventStore
-from events.types import EVENT_CLASSES, MemoryEvent
+from events.types import EVENT_CLASSES, MemoryEvent, RecordedEvent
 from memoryd.schema import events
 
 AUDITED = tuple(EVENT_CLASSES)  # every event: memory, project and supersede
@@ -112,28 +112,44 @@ class MemoryVersion:
 
 _STREAM_OF = select(events.c.stream_id).where(
     events.c.payload[("memory", "memory_id")].as_string() == bindparam("memory_id")).limit(1)
+_AT_ONCE = 1_000  # positions per read of the events at them (each binds two parameters)
 
 
-def memory_history(store: EventStore, conn: Connection, memory_id: str) -> list[MemoryVersion]:
+def memory_history(store: EventStore, conn: Connection, memory_id: str, stream_id: str | None = None
+                   ) -> list[MemoryVersion]:
     """Every write of the memory ``memory_id``, oldest first (empty if the log never held it).
 
-    The memory's stream is found by its id, then read whole by its index. A name deleted and saved again
-    is a new memory with its own id, so only this memory's writes are listed. A superseded event is shown
-    as the projections applied it (its replacement), and marked.
+    ``stream_id`` is the memory's stream when the caller knows it (a live memory's identity, from the
+    read model); else the log is searched for it by the memory's id, a scan. A name deleted and saved
+    again is a new memory with its own id, so only this memory's writes are listed. A superseded event
+    is shown as the projections applied it (its replacement) and marked; one that cannot be decoded is
+    shown as stored.
     """
-    stream_id = conn.execute(_STREAM_OF, {"memory_id": memory_id}).scalar()
+    stream_id = stream_id or conn.execute(_STREAM_OF, {"memory_id": memory_id}).scalar()
     if stream_id is None:
         return []
     originals = store.stream(conn, stream_id)
-    applied = store.events_at([original.position for original in originals])
+    applied: dict[int, RecordedEvent] = {}
+    for first in range(0, len(originals), _AT_ONCE):
+        applied |= store.events_at([original.position for original in originals[first:first + _AT_ONCE]])
     versions = []
     for original in originals:
-        recorded = applied[original.position]
-        event = recorded.to_domain()
-        if not isinstance(event, MemoryEvent) or event.memory.memory_id != memory_id:
+        recorded = applied.get(original.position, original)
+        memory = _memory_of(recorded)
+        if memory.get("memory_id") != memory_id:
             continue
         versions.append(MemoryVersion(
             recorded.stream_version, recorded.position, recorded.event_type, recorded.recorded_at[:19],
-            recorded.metadata.get("actor_user_id", ""), recorded.metadata.get("surface", ""), event.memory.to_dict(),
+            recorded.metadata.get("actor_user_id", ""), recorded.metadata.get("surface", ""), memory,
             superseded=recorded != original))
     return versions
+
+
+def _memory_of(recorded: RecordedEvent) -> dict[str, Any]:
+    """The memory an event carries: decoded, or as stored when this code cannot read it (never a 500)."""
+    try:
+        event = recorded.to_domain()
+    except Exception:  # an event the projections are stopped on: an auditor wants to see it most of all
+        stored = recorded.payload.get("memory") if isinstance(recorded.payload, dict) else None
+        return stored if isinstance(stored, dict) else {}
+    return event.memory.to_dict() if isinstance(event, MemoryEvent) else {}

@@ -167,8 +167,8 @@ class Projector:
                 if len(found) < len(self.projections) or len(set(found.values())) != 1:
                     return None
                 position = reached = int(next(iter(found.values())))
-                batch = self.store.read_after(conn, position, BATCH_SIZE)
-                if not batch or len(batch) == BATCH_SIZE:
+                batch = self.store.read_after(conn, position, BATCH_SIZE + 1)
+                if not batch or len(batch) > BATCH_SIZE:  # more than a batch waits: one by one, batch by batch
                     return position if not batch else None
                 for projection in self.projections:
                     reached = self._apply(conn, projection, position, batch)
