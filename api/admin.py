@@ -11,10 +11,10 @@ from typing import Any
 from flask import Blueprint, Response, request
 
 from api.consistency import after_position
-from api.context import authorized, services, writing
+from api.context import authorized, json_object, services, writing
 from api.idempotency import idempotent
 from api.preconditions import expected_version, tagged
-from api.responses import deleted_by_id, memory_list, outcome_at, respond
+from api.responses import deleted_by_id, memory_list, outcome_at, respond, written_memory
 from api.schemas import (
     AdminListQuery,
     AdminSearchQuery,
@@ -22,9 +22,11 @@ from api.schemas import (
     AuditQuery,
     MemoryHistorySchema,
     MemorySchema,
+    RestoreMemoryRequest,
     load,
 )
 from commands.model import DeleteMemoryById
+from commands.restore import RestoreMemory
 from events.audit import AuditQuery as AuditFilter
 from events.audit import list_audit, memory_history
 from events.types import memory_stream_id
@@ -83,11 +85,20 @@ def history(memory_id: str) -> tuple[Response, int]:
     """Every write of one memory, from the log (deleted memories included)."""
     identity = services().bus.deps.locator.identity_of(memory_id)  # a live memory: its stream, without a scan
     stream_id = memory_stream_id(identity[0], identity[1].scope, identity[1].scope_id) if identity else None
-    with services().database.read() as conn:
-        versions = memory_history(services().store, conn, memory_id, stream_id)
+    with services().database.snapshot():  # the stream and its supersedes as of one moment
+        versions = memory_history(services().store, memory_id, stream_id)
     if not versions:
         raise NotFound("Memory not found")
     return respond(MemoryHistorySchema(), {"memory_id": memory_id, "versions": [v.to_dict() for v in versions]})
+
+
+@blueprint.post("/memories/<memory_id>/restore")
+@authorized("write", admin=True)
+@idempotent(lambda position: written_memory(outcome_at(position)))
+def restore(memory_id: str) -> tuple[Response, int]:
+    """A version of a memory back, as a new write (200; 201 when a deleted memory comes back)."""
+    body = load(RestoreMemoryRequest(), json_object())
+    return written_memory(services().bus.handle(RestoreMemory(memory_id, body["version"]), *writing("admin")))
 
 
 @blueprint.get("/audit")

@@ -100,6 +100,11 @@ def build_openapi() -> dict[str, Any]:
         "get": _operation("Every write of one memory, from the log, oldest first (deleted memories too)",
                           schemas.MemoryHistorySchema, path=("memory_id",)),
     })
+    spec.path("/v1/api/admin/memories/{memory_id}/restore", operations={
+        "post": _operation("Bring a version of a memory back, as a new write audited like any save (201: a deleted "
+                           "memory came back)", schemas.MemorySchema, body=schemas.RestoreMemoryRequest,
+                           path=("memory_id",), created=True, idempotent=True),
+    })
     spec.path("/v1/api/admin/audit", operations={
         "get": _operation("Audit records of saves, updates and deletes, from the log", schemas.AuditPageSchema,
                           query=schemas.AuditQuery),

@@ -162,6 +162,13 @@ class ReceiptsQuery(RequestSchema):
     limit = _limit(50, 1, 200)
 
 
+class RestoreMemoryRequest(RequestSchema):
+    version = WholeNumber(required=True, validate=validate.Range(1, 2**63 - 1, error="version must be 1 or more"),
+                          error_messages={"required": "version is required", "invalid": "version must be an integer",
+                                          "null": "version must be an integer"},
+                          metadata={"description": "the version to bring back, as the memory's history lists it"})
+
+
 class CreateProjectRequest(RequestSchema):
     name = _text("name", "name is required")
     owner = _text("owner", "owner is required", metadata={"description": "the owning user's id"})

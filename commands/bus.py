@@ -31,6 +31,7 @@ from commands.projects import (
     reactivate_project,
     revoke_project_access,
 )
+from commands.restore import RestoreMemory, restore_memory
 from commands.supersede import SupersedeEvent, SupersedeOutcome, supersede_event
 from events.idempotency import IdempotencyClaim, IdempotencyKeys
 from events.store import ConcurrencyConflict
@@ -44,6 +45,7 @@ HANDLERS: dict[type, Callable[..., Any]] = {
     SaveMemory: save_memory,
     DeleteMemory: delete_memory,
     DeleteMemoryById: delete_memory_by_id,
+    RestoreMemory: restore_memory,
     CreateProject: create_project,
     GrantProjectAccess: grant_project_access,
     RevokeProjectAccess: revoke_project_access,
@@ -54,7 +56,7 @@ HANDLERS: dict[type, Callable[..., Any]] = {
 }
 
 
-MemoryCommand = SaveMemory | DeleteMemory | DeleteMemoryById
+MemoryCommand = SaveMemory | DeleteMemory | DeleteMemoryById | RestoreMemory
 ProjectCommand = (CreateProject | GrantProjectAccess | RevokeProjectAccess | ArchiveProject | ReactivateProject
                   | DeleteProject)
 AnyCommand = MemoryCommand | ProjectCommand | SupersedeEvent

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select
+from sqlalchemy import Connection, select
 
 from events.store import EventStore
 from events.types import EVENT_CLASSES, MemoryEvent, RecordedEvent
@@ -110,13 +110,10 @@ class MemoryVersion:
         return asdict(self)
 
 
-_STREAM_OF = select(events.c.stream_id).where(
-    events.c.payload[("memory", "memory_id")].as_string() == bindparam("memory_id")).limit(1)
 _AT_ONCE = 1_000  # positions per read of the events at them (each binds two parameters)
 
 
-def memory_history(store: EventStore, conn: Connection, memory_id: str, stream_id: str | None = None
-                   ) -> list[MemoryVersion]:
+def memory_history(store: EventStore, memory_id: str, stream_id: str | None = None) -> list[MemoryVersion]:
     """Every write of the memory ``memory_id``, oldest first (empty if the log never held it).
 
     ``stream_id`` is the memory's stream when the caller knows it (a live memory's identity, from the
@@ -125,10 +122,10 @@ def memory_history(store: EventStore, conn: Connection, memory_id: str, stream_i
     is shown as the projections applied it (its replacement) and marked; one that cannot be decoded is
     shown as stored.
     """
-    stream_id = stream_id or conn.execute(_STREAM_OF, {"memory_id": memory_id}).scalar()
+    stream_id = stream_id or store.stream_of_memory(memory_id)
     if stream_id is None:
         return []
-    originals = store.stream(conn, stream_id)
+    originals = store.stream(stream_id)
     applied: dict[int, RecordedEvent] = {}
     for first in range(0, len(originals), _AT_ONCE):
         applied |= store.events_at([original.position for original in originals[first:first + _AT_ONCE]])

@@ -49,6 +49,8 @@ _AFTER = select(events).where(events.c.position > bindparam("position")).order_b
     .limit(bindparam("limit"))
 _LAST = select(events).where(events.c.stream_id == bindparam("stream_id")).order_by(events.c.stream_version.desc()) \
     .limit(1)
+_STREAM_OF_MEMORY = select(events.c.stream_id).where(
+    events.c.payload[("memory", "memory_id")].as_string() == bindparam("memory_id")).limit(1)
 _STREAM = select(events).where(events.c.stream_id == bindparam("stream_id")).order_by(events.c.stream_version)
 _INSERT = insert(events).returning(events.c.position)
 _ORDER_APPENDS = text("SELECT pg_advisory_xact_lock(:class, hashtext(current_schema()))")
@@ -151,9 +153,15 @@ class EventStore:
         found = [_recorded(row).to_domain() for row in rows]
         return {event.position: event for event in found if isinstance(event, EventSuperseded)}
 
-    def stream(self, conn: Connection, stream_id: str) -> list[RecordedEvent]:
+    def stream(self, stream_id: str) -> list[RecordedEvent]:
         """Every event of one stream, in version order (as recorded: supersedes are not applied)."""
-        return [_recorded(row) for row in conn.execute(_STREAM, {"stream_id": stream_id})]
+        with self.database.read() as conn:
+            return [_recorded(row) for row in conn.execute(_STREAM, {"stream_id": stream_id})]
+
+    def stream_of_memory(self, memory_id: str) -> str | None:
+        """The stream that holds the memory ``memory_id`` (a scan of the log's payloads: no index yet)."""
+        with self.database.read() as conn:
+            return conn.execute(_STREAM_OF_MEMORY, {"memory_id": memory_id}).scalar()
 
     def read_after(self, conn: Connection, position: int, limit: int) -> list[RecordedEvent]:
         return [_recorded(row) for row in conn.execute(_AFTER, {"position": position, "limit": limit})]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import pytest
 from sqlalchemy import insert
 
 from commands.supersede import SupersedeEvent
@@ -86,3 +87,52 @@ def test_an_event_the_code_cannot_read_is_shown_as_stored_and_long_streams_are_r
     assert answer.status_code == 200
     assert [(v["version"], v["memory"]["content"], v["actor"]) for v in answer.get_json()["versions"]] == [
         (1, "kept as stored", "intruder"), (2, "two", ""), (3, "three", "")]
+
+
+def restore(admin, memory_id: str, version) -> object:
+    return admin.post(f"/v1/api/admin/memories/{memory_id}/restore", json={"version": version})
+
+
+def test_a_restore_brings_a_version_back_as_a_new_audited_write(any_make_caller: MakeCaller):
+    alice, admin = any_make_caller(), any_make_caller("read,write", ("admin.memories",))
+    memory_id = alice.save("deploy_steps", "first", "how we deploy", type="reference").get_json()["memory_id"]
+    alice.save("deploy_steps", "second", "changed", type="general")
+    answer = restore(admin, memory_id, 1)
+    assert answer.status_code == 200 and answer.headers["ETag"] == '"3"'
+    assert (answer.get_json()["content"], answer.get_json()["description"], answer.get_json()["type"]) == (
+        "first", "how we deploy", "reference")
+    assert alice.get(f"{MEMORIES}/deploy_steps").get_json()["content"] == "first"
+    last = admin.get(f"/v1/api/admin/memories/{memory_id}/history").get_json()["versions"][-1]
+    assert (last["version"], last["event_type"], last["surface"], last["actor"]) == (3, "memory.update", "admin",
+                                                                                     admin.user_id)
+
+
+def test_a_deleted_memory_comes_back_under_its_own_id_unless_its_name_holds_another(any_make_caller: MakeCaller):
+    alice, admin = any_make_caller(), any_make_caller("read,write", ("admin.memories",))
+    memory_id = alice.save("deploy_steps", "first").get_json()["memory_id"]
+    alice.delete(f"{MEMORIES}/deploy_steps")
+    back = restore(admin, memory_id, 1)
+    assert back.status_code == 201 and back.get_json()["memory_id"] == memory_id
+    assert admin.get(f"/v1/api/admin/memories/{memory_id}").get_json()["content"] == "first"
+
+    alice.delete(f"{MEMORIES}/deploy_steps")
+    other = alice.save("deploy_steps", "someone else's").get_json()["memory_id"]
+    refused = restore(admin, memory_id, 1)
+    assert refused.status_code == 409 and other in refused.get_json()["error"]
+    assert alice.get(f"{MEMORIES}/deploy_steps").get_json()["content"] == "someone else's"
+
+
+@pytest.mark.parametrize(("version", "status", "message"), [
+    (2, 400, "is the memory's delete"), (9, 404, "has no version 9"), (0, 400, "version must be 1 or more"),
+    ("two", 400, "version must be an integer"), (None, 400, "version must be an integer")])
+def test_a_restore_of_a_delete_a_missing_or_a_bad_version_writes_nothing(any_make_caller: MakeCaller, any_services,
+                                                                         version, status, message):
+    alice, admin = any_make_caller(), any_make_caller("read,write", ("admin.memories",))
+    memory_id = alice.save("deploy_steps", "first").get_json()["memory_id"]
+    alice.delete(f"{MEMORIES}/deploy_steps")
+    head = any_services.store.head_position()
+    answer = restore(admin, memory_id, version)
+    assert answer.status_code == status and message in answer.get_json()["error"]
+    assert any_services.store.head_position() == head
+    assert restore(admin, "no-such-memory", 1).status_code == 404
+    assert restore(alice, memory_id, 1).status_code == 403

@@ -99,6 +99,10 @@ class AsyncMemorydConsole(_Client):
         """Every write of one memory, oldest first, from the log (deleted memories too)."""
         return await self._transport.send(calls.memory_history(memory_id))
 
+    async def restore_memory(self, memory_id: str, version: int) -> models.MemoryInfo:
+        """Bring a version back (as its history lists it), as a new write audited like any save."""
+        return await self._transport.send(calls.restore_memory(memory_id, version))
+
     async def iter_audit(self, *, action: str = "", actor: str = "", memory_id: str = "", project_id: str = "",
                    after: int = 0, page: int = 100) -> AsyncIterator[models.AuditRecord]:
         """Every audit record after ``after``, oldest first, fetched ``page`` at a time."""

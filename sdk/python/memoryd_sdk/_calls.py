@@ -117,6 +117,11 @@ def memory_history(memory_id: str) -> Call[models.MemoryHistory]:
     return Call("GET", name_path("/v1/api/admin/memories", memory_id) + "/history", models.MemoryHistory, read=True)
 
 
+def restore_memory(memory_id: str, version: int) -> Call[models.MemoryInfo]:
+    return Call("POST", name_path("/v1/api/admin/memories", memory_id) + "/restore", models.MemoryInfo,
+                json={"version": version})
+
+
 def admin_delete_memory(memory_id: str) -> Call[models.StatusResponse]:
     return Call("DELETE", name_path("/v1/api/admin/memories", memory_id), models.StatusResponse)
 

@@ -98,6 +98,10 @@ class MemorydConsole(_Client):
         """Every write of one memory, oldest first, from the log (deleted memories too)."""
         return self._transport.send(calls.memory_history(memory_id))
 
+    def restore_memory(self, memory_id: str, version: int) -> models.MemoryInfo:
+        """Bring a version back (as its history lists it), as a new write audited like any save."""
+        return self._transport.send(calls.restore_memory(memory_id, version))
+
     def iter_audit(self, *, action: str = "", actor: str = "", memory_id: str = "", project_id: str = "",
                    after: int = 0, page: int = 100) -> Iterator[models.AuditRecord]:
         """Every audit record after ``after``, oldest first, fetched ``page`` at a time."""

@@ -25,6 +25,7 @@ const CALLS = {
   delete_memory: (c, a) => (c instanceof MemorydConsole ? c.deleteMemory(a.memory_id)
                                                         : c.deleteMemory(a.name, { scope: a.scope, scope_id: a.scope_id })),
   memory_history: (c, a) => c.memoryHistory(a.memory_id),
+  restore_memory: (c, a) => c.restoreMemory(a.memory_id, a.version),
   iter_audit: async (c, a) => {
     const records = [];
     for await (const record of c.iterAudit(a)) records.push(record);

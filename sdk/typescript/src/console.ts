@@ -61,6 +61,13 @@ export class MemorydConsole extends Client {
     return this.transport.send({ method: "DELETE", path: namePath(`${ADMIN}/memories`, memoryId) });
   }
 
+  /** Bring a version back (as its history lists it), as a new write audited like any save. */
+  restoreMemory(memoryId: string, version: number): Promise<MemoryInfo> {
+    return this.transport.send({
+      method: "POST", path: `${namePath(`${ADMIN}/memories`, memoryId)}/restore`, body: { version },
+    });
+  }
+
   /** Every write of one memory, oldest first, from the log (deleted memories too). */
   memoryHistory(memoryId: string): Promise<MemoryHistory> {
     return this.transport.send({ method: "GET", path: `${namePath(`${ADMIN}/memories`, memoryId)}/history`, read: true });
