@@ -25,11 +25,11 @@ from api.schemas import (
     RestoreMemoryRequest,
     load,
 )
+from commands.handlers import stream_of
 from commands.model import DeleteMemoryById
 from commands.restore import RestoreMemory
 from events.audit import AuditQuery as AuditFilter
 from events.audit import list_audit, memory_history
-from events.types import memory_stream_id
 from memoryd.errors import NotFound, ValidationError
 from projections.filters import MemoryFilter, ScopePattern
 from projections.queries import count_memories, get_memory, list_memories
@@ -83,10 +83,9 @@ def delete(memory_id: str) -> tuple[Response, int]:
 @authorized("read", admin=True)
 def history(memory_id: str) -> tuple[Response, int]:
     """Every write of one memory, from the log (deleted memories included)."""
-    identity = services().bus.deps.locator.identity_of(memory_id)  # a live memory: its stream, without a scan
-    stream_id = memory_stream_id(identity[0], identity[1].scope, identity[1].scope_id) if identity else None
+    stream_id = stream_of(memory_id, services().bus.deps)
     with services().database.snapshot():  # the stream and its supersedes as of one moment
-        versions = memory_history(services().store, memory_id, stream_id)
+        versions = memory_history(services().store, memory_id, stream_id) if stream_id else []
     if not versions:
         raise NotFound("Memory not found")
     return respond(MemoryHistorySchema(), {"memory_id": memory_id, "versions": [v.to_dict() for v in versions]})

@@ -114,6 +114,16 @@ def delete_memory_by_id(
     return _decide_and_append(stream_id, decide, metadata, deps, claim, command.expected_version)
 
 
+def stream_of(memory_id: str, deps: Dependencies) -> str | None:
+    """The stream holding the memory ``memory_id``: a live one's from its identity, a deleted one's by a scan
+    of the log (None: the log never held it)."""
+    identity = deps.locator.identity_of(memory_id)
+    if identity is None:
+        return deps.store.stream_of_memory(memory_id)
+    name, namespace = identity
+    return memory_stream_id(name, namespace.scope, namespace.scope_id)
+
+
 def _decide_and_append(
     stream_id: str,
     decide: Callable[[Memory | None], MemoryEvent],

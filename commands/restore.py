@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from commands.handlers import Claim, Dependencies, Outcome, append_decision
+from commands.handlers import Claim, Dependencies, Outcome, append_decision, stream_of
 from events.streams import current_memory
 from events.types import EventMetadata, MemoryDeleted, MemoryEvent, MemorySaved, MemoryUpdated, RecordedEvent
 from memoryd.domain import Memory
@@ -28,7 +28,7 @@ class RestoreMemory:
 
 def restore_memory(command: RestoreMemory, metadata: EventMetadata, deps: Dependencies, claim: Claim = None
                    ) -> Outcome:
-    stream_id = deps.store.stream_of_memory(command.memory_id)
+    stream_id = stream_of(command.memory_id, deps)
     if stream_id is None:
         raise NotFound("Memory not found")
     wanted = _version(deps, stream_id, command)

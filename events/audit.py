@@ -113,18 +113,13 @@ class MemoryVersion:
 _AT_ONCE = 1_000  # positions per read of the events at them (each binds two parameters)
 
 
-def memory_history(store: EventStore, memory_id: str, stream_id: str | None = None) -> list[MemoryVersion]:
-    """Every write of the memory ``memory_id``, oldest first (empty if the log never held it).
+def memory_history(store: EventStore, memory_id: str, stream_id: str) -> list[MemoryVersion]:
+    """Every write of the memory ``memory_id`` in its stream ``stream_id``, oldest first.
 
-    ``stream_id`` is the memory's stream when the caller knows it (a live memory's identity, from the
-    read model); else the log is searched for it by the memory's id, a scan. A name deleted and saved
-    again is a new memory with its own id, so only this memory's writes are listed. A superseded event
-    is shown as the projections applied it (its replacement) and marked; one that cannot be decoded is
-    shown as stored.
+    A name deleted and saved again is a new memory with its own id, so only this memory's writes are
+    listed. A superseded event is shown as the projections applied it (its replacement) and marked; one
+    that cannot be decoded is shown as stored.
     """
-    stream_id = stream_id or store.stream_of_memory(memory_id)
-    if stream_id is None:
-        return []
     originals = store.stream(stream_id)
     applied: dict[int, RecordedEvent] = {}
     for first in range(0, len(originals), _AT_ONCE):
