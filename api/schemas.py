@@ -202,7 +202,9 @@ class WorkstreamChangeRequest(RequestSchema):
 # -- responses ----------------------------------------------------------------
 
 
-class MemorySchema(Schema):
+class HistoricMemorySchema(Schema):
+    """A memory as one write left it: its own fields (the log has no read counters)."""
+
     memory_id = fields.String()
     name = fields.String()
     description = fields.String()
@@ -212,6 +214,11 @@ class MemorySchema(Schema):
     content = fields.String()
     created = fields.String(metadata={"example": "2026-03-10T10:00:00"})
     updated = fields.String(metadata={"example": "2026-03-12T14:30:00"})
+
+
+class MemorySchema(HistoricMemorySchema):
+    """A memory as the read model holds it now: its fields, its reads and its version."""
+
     last_accessed = fields.String()
     access_count = fields.Integer()
     version = fields.Integer(metadata={"description": "how many writes the memory's name has had: its ETag, and "
@@ -329,20 +336,6 @@ class AuditRecordSchema(Schema):
 class AuditPageSchema(Schema):
     records = fields.List(fields.Nested(AuditRecordSchema))
     next_after = fields.Integer(metadata={"description": "pass as `after` for the next page"})
-
-
-class HistoricMemorySchema(Schema):
-    """A memory as one write left it (no read counters: the log has none)."""
-
-    memory_id = fields.String()
-    name = fields.String()
-    description = fields.String()
-    type = fields.String()
-    scope = fields.String()
-    scope_id = fields.String()
-    content = fields.String()
-    created = fields.String()
-    updated = fields.String()
 
 
 class MemoryVersionSchema(Schema):
