@@ -56,7 +56,7 @@ COORDINATOR_SCOPES = ("coordinator", "project")
 DEFAULT_LIMIT, MAX_LIMIT = 20, 50
 TEXT_ARGUMENTS = ("action", "name", "content", "description", "type", "scope", "query")
 IDENTIFIER_ARGUMENTS = ("action", "name", "type", "scope")
-_LIMIT = re.compile(r"[+-]?[0-9]{1,18}")  # a whole number as text: limit, expected_version
+_WHOLE_NUMBER = re.compile(r"[+-]?[0-9]{1,18}")  # as text: limit, expected_version
 
 
 class ToolRefusal(Exception):
@@ -283,28 +283,31 @@ def _required(arguments: dict[str, Any], field_name: str, action: str) -> Any:
     return value
 
 
+def _whole_number(raw: Any) -> int | None:
+    """A JSON integer or a string of ASCII digits as an int; None for anything else (a bool included)."""
+    if isinstance(raw, str) and _WHOLE_NUMBER.fullmatch(raw.strip()):
+        return int(raw)
+    return raw if isinstance(raw, int) and not isinstance(raw, bool) else None
+
+
 def _limit(arguments: dict[str, Any]) -> int:
-    """A whole number (a JSON integer or a string of ASCII digits), capped to 1..50 rather than rejected."""
-    raw = arguments.get("limit")
-    if raw is None:
+    """A whole number, capped to 1..50 rather than rejected."""
+    if arguments.get("limit") is None:
         return DEFAULT_LIMIT
-    if isinstance(raw, str) and _LIMIT.fullmatch(raw.strip()):
-        raw = int(raw)
-    if isinstance(raw, bool) or not isinstance(raw, int):
+    limit = _whole_number(arguments["limit"])
+    if limit is None:
         raise ToolRefusal(f"'limit' must be a whole number such as 10 (default {DEFAULT_LIMIT}, at most {MAX_LIMIT})")
-    return max(1, min(MAX_LIMIT, raw))
+    return max(1, min(MAX_LIMIT, limit))
 
 
 def _expected_version(arguments: dict[str, Any]) -> int | None:
     """``expected_version``: write only if the memory is at this version (a whole number, as get gives it)."""
-    raw = arguments.get("expected_version")
-    if raw is None:
+    if arguments.get("expected_version") is None:
         return None
-    if isinstance(raw, str) and _LIMIT.fullmatch(raw.strip()):
-        raw = int(raw)
-    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 1:
+    version = _whole_number(arguments["expected_version"])
+    if version is None or version < 1:
         raise ToolRefusal("'expected_version' must be a memory's version, a whole number such as 3 (get shows it)")
-    return raw
+    return version
 
 
 def _changed_meanwhile(mismatch: VersionMismatch) -> str:
