@@ -110,9 +110,6 @@ class MemoryVersion:
         return asdict(self)
 
 
-_AT_ONCE = 1_000  # positions per read of the events at them (each binds two parameters)
-
-
 def memory_history(store: EventStore, memory_id: str, stream_id: str) -> list[MemoryVersion]:
     """Every write of the memory ``memory_id`` in its stream ``stream_id``, oldest first.
 
@@ -121,9 +118,7 @@ def memory_history(store: EventStore, memory_id: str, stream_id: str) -> list[Me
     that cannot be decoded is shown as stored.
     """
     originals = store.stream(stream_id)
-    applied: dict[int, RecordedEvent] = {}
-    for first in range(0, len(originals), _AT_ONCE):
-        applied |= store.events_at([original.position for original in originals[first:first + _AT_ONCE]])
+    applied = store.events_at([original.position for original in originals])
     versions = []
     for original in originals:
         recorded = applied.get(original.position, original)

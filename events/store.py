@@ -40,6 +40,9 @@ from memoryd.text import check_document
 APPEND_LOCK_CLASS = 0x6D656D6F
 
 
+AT_ONCE = 1_000  # positions per read of ``events_at``
+
+
 class ConcurrencyConflict(Exception):
     """The stream moved past the expected version; reload and decide again."""
 
@@ -122,9 +125,15 @@ class EventStore:
         return _recorded(row) if row else None
 
     def events_at(self, positions: Sequence[int]) -> dict[int, RecordedEvent]:
-        """The events at these positions as projections see them: a superseded one by its stand-in."""
-        if not positions:
-            return {}
+        """The events at these positions as projections see them: a superseded one by its stand-in.
+
+        Read ``AT_ONCE`` positions per statement (each binds two parameters: databases cap them)."""
+        found: dict[int, RecordedEvent] = {}
+        for first in range(0, len(positions), AT_ONCE):
+            found |= self._events_at(positions[first:first + AT_ONCE])
+        return found
+
+    def _events_at(self, positions: Sequence[int]) -> dict[int, RecordedEvent]:
         wanted = {superseded_stream_id(position): position for position in positions}
         with self.database.read() as conn:
             rows = conn.execute(_AT, {"positions": list(positions), "streams": list(wanted)}).all()

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import insert
 
 from commands.supersede import SupersedeEvent
-from events import audit
+from events import store
 from events.types import EventMetadata, memory_stream_id
 from memoryd.schema import events
 
@@ -75,7 +75,7 @@ def test_an_event_the_code_cannot_read_is_shown_as_stored_and_long_streams_are_r
             stream_id=memory_stream_id("odd", "global", ""), stream_version=1, event_type="memory.save",
             schema_version=1, payload={"memory": planted}, meta={"actor_user_id": "intruder"},
             recorded_at="2026-12-01T00:00:00.000000Z"))
-    monkeypatch.setattr(audit, "_AT_ONCE", 2)  # the stream's events are read two at a time
+    monkeypatch.setattr(store, "AT_ONCE", 2)  # the stream's events are read two at a time
     for content in ("two", "three"):
         with any_services.database.write() as conn:
             version = 2 if content == "two" else 3
