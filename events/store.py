@@ -2,8 +2,9 @@
 
 Contract:
 
-* ``position`` strictly increases and is never reused (AUTOINCREMENT on
-  SQLite, an identity sequence on PostgreSQL).
+* ``position`` strictly increases by one and is never reused: appends take
+  the positions after the ``event_head`` row and move it in their own
+  transaction (so a rolled-back append burns no position).
 * ``(stream_id, stream_version)`` is unique: an append names the version it
   expects the stream to be at, and a writer that lost the race gets
   ``ConcurrencyConflict`` instead of interleaving.
@@ -11,6 +12,9 @@ Contract:
   on PostgreSQL appends take a transaction-scoped advisory lock, so a later
   position can never commit before an earlier one and a reader that tails
   ``position > checkpoint`` never skips an event.
+* Every event is sealed into the hash chain (``events/chain.py``) with the
+  head's hash, under that lock: the chain has no gaps but those recorded
+  before it existed.
 """
 
 from __future__ import annotations
@@ -20,9 +24,10 @@ import datetime as dt
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Row, bindparam, func, insert, or_, select, text
+from sqlalchemy import Connection, Row, bindparam, func, insert, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 
+from events.chain import Checkpoint, Verdict, chained, verify
 from events.types import (
     DomainEvent,
     EventMetadata,
@@ -32,7 +37,7 @@ from events.types import (
     superseded_stream_id,
 )
 from memoryd.db import Database
-from memoryd.schema import events
+from memoryd.schema import event_gaps, event_head, events
 from memoryd.text import check_document
 
 # With the schema's hash, names the lock that orders appends on PostgreSQL: one lock
@@ -41,6 +46,7 @@ APPEND_LOCK_CLASS = 0x6D656D6F
 
 
 AT_ONCE = 1_000  # positions per read of ``events_at``
+VERIFY_PAGE = 5_000  # events per read of the chain's walk
 
 
 class ConcurrencyConflict(Exception):
@@ -55,7 +61,10 @@ _LAST = select(events).where(events.c.stream_id == bindparam("stream_id")).order
 _STREAM_OF_MEMORY = select(events.c.stream_id).where(
     events.c.payload[("memory", "memory_id")].as_string() == bindparam("memory_id")).limit(1)
 _STREAM = select(events).where(events.c.stream_id == bindparam("stream_id")).order_by(events.c.stream_version)
-_INSERT = insert(events).returning(events.c.position)
+_INSERT = insert(events)
+_HEAD = select(event_head.c.position, event_head.c.hash).where(event_head.c.log == "events")
+_MOVE_HEAD = update(event_head).where(event_head.c.log == "events").values(
+    position=bindparam("head_position"), hash=bindparam("head_hash"))
 _ORDER_APPENDS = text("SELECT pg_advisory_xact_lock(:class, hashtext(current_schema()))")
 _AT = select(events).where(or_(events.c.position.in_(bindparam("positions", expanding=True)),
                                events.c.stream_id.in_(bindparam("streams", expanding=True)))).order_by(events.c.position)
@@ -89,17 +98,35 @@ class EventStore:
     ) -> list[int]:
         """Append ``(stream_id, version, event)`` rows in one transaction: all or none."""
         recorded_at = _now()
-        rows = [_row(stream_id, version, event, metadata, recorded_at) for stream_id, version, event in appends]
+        return self.append_rows([_row(stream_id, version, event, metadata, recorded_at)
+                                 for stream_id, version, event in appends], claim)
+
+    def append_rows(self, rows: Sequence[dict[str, Any]],
+                    claim: Callable[[Connection, int], None] | None = None) -> list[int]:
+        """Append rows as stored (``stream_id``, ``stream_version``, ``event_type``, ``schema_version``,
+        ``payload``, ``meta``, ``recorded_at``) in one transaction, sealed into the chain: the positions.
+
+        ``append_many`` builds them from domain events; an event of a type this code does not
+        define (another version wrote it) goes through here too, and so through the chain.
+        """
         try:
             with self.database.write() as conn:
-                self._order_appends(conn)
-                positions = [conn.execute(_INSERT, row).scalar_one() for row in rows]
+                positions = self._append_sealed(conn, rows)
                 if claim is not None:
                     claim(conn, positions[-1])
         except IntegrityError as error:
-            streams = sorted({stream_id for stream_id, _, _ in appends})
+            streams = sorted({row["stream_id"] for row in rows})
             raise ConcurrencyConflict(f"another writer moved {', '.join(streams[:3])} first") from error
         return positions
+
+    def _append_sealed(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[int]:
+        """(In a write transaction) The positions after the head, the rows sealed at them, the head moved."""
+        self._order_appends(conn)
+        head = conn.execute(_HEAD).one()
+        sealed = list(chained(head.hash, head.position + 1, rows))
+        conn.execute(_INSERT, sealed)
+        conn.execute(_MOVE_HEAD, {"head_position": sealed[-1]["position"], "head_hash": sealed[-1]["hash"]})
+        return [row["position"] for row in sealed]
 
     def last_events(self, stream_ids: set[str]) -> dict[str, RecordedEvent | None]:
         """The newest event of each stream (None for a new stream), in one read."""
@@ -185,6 +212,33 @@ class EventStore:
                 return
             yield from batch
             position = batch[-1].position
+
+    def chain_head(self) -> Checkpoint:
+        """The highest position taken and the chain's hash there (``memoryd audit checkpoint`` prints it)."""
+        with self.database.read() as conn:
+            head = conn.execute(_HEAD).one()
+        return Checkpoint(int(head.position), head.hash)
+
+    def recorded_gaps(self) -> list[tuple[int, int]]:
+        """The position ranges that never held an event, found when the chain was first computed."""
+        with self.database.read() as conn:
+            return [(int(first), int(last)) for first, last in conn.execute(select(event_gaps))]
+
+    def verify_chain(self, since: Checkpoint | None = None, progress: Callable[[int], None] | None = None) -> Verdict:
+        """Walk the log up to its head, a page at a time, and check its hash chain (``events/chain.py``).
+
+        Appends go on meanwhile: what they add past the head read first is left for the next walk."""
+        head, gaps = self.chain_head(), self.recorded_gaps()
+
+        def walked() -> Iterator[RecordedEvent]:
+            for event in self.iter_all(VERIFY_PAGE):
+                if event.position > head.position:
+                    return
+                yield event
+                if progress is not None:
+                    progress(1)
+
+        return verify(walked(), head, gaps, since)
 
     def head_position(self) -> int:
         with self.database.read() as conn:

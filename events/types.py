@@ -183,6 +183,8 @@ class RecordedEvent:
     payload: dict[str, Any]
     metadata: dict[str, Any]
     recorded_at: str
+    payload_sha256: str = ""  # the chain's (events/chain.py); empty for an event not read from the log
+    hash: str = ""
 
     def to_domain(self) -> DomainEvent:
         cls = EVENT_CLASSES.get(self.event_type)

@@ -45,6 +45,8 @@ events = Table(
     Column("payload", Document, nullable=False),
     Column("metadata", Document, nullable=False, key="meta"),
     Column("recorded_at", String(32), nullable=False),
+    Column("payload_sha256", String(64), nullable=False),  # events/chain.py: the chain commits to this digest
+    Column("hash", String(64), nullable=False),  # the chain's hash at this position
     UniqueConstraint("stream_id", "stream_version", name="uq_events_stream_version"),
     sqlite_autoincrement=True,
 )
@@ -195,6 +197,27 @@ idempotency_keys = Table(
     Column("created", String(19), nullable=False),
     Column("attempt", String(32), nullable=True),  # the attempt holding the claim
     Index("ix_idempotency_keys_created", "created"),
+)
+
+# The log's head: the highest position ever taken and the chain's hash there, in one row. Appends read
+# and move it under the append lock, in their own transaction, so positions are taken one after the
+# other, never reused (not even if the newest event were deleted) and never burned by a rollback.
+event_head = Table(
+    "event_head",
+    metadata,
+    Column("log", String(16), primary_key=True),  # always "events"
+    Column("position", BigInteger, nullable=False),
+    Column("hash", String(64), nullable=False),
+)
+
+# Positions that never held an event (an append rolled back after taking a PostgreSQL sequence's
+# value), found when the chain was first computed. The chain verifier counts any other missing
+# position as removed.
+event_gaps = Table(
+    "event_gaps",
+    metadata,
+    Column("first_position", BigInteger, primary_key=True, autoincrement=False),
+    Column("last_position", BigInteger, nullable=False),
 )
 
 # Every log position a projection passed without an event at it, and why.

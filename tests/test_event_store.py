@@ -5,7 +5,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from hypothesis import given
 from hypothesis import strategies as st
-from sqlalchemy import delete, insert
+from sqlalchemy import delete
 
 from events.store import ConcurrencyConflict
 from events.types import EventMetadata, MemorySaved, memory_stream_id
@@ -65,10 +65,9 @@ def test_the_migrations_create_exactly_the_declared_schema(any_services):
 
 def test_an_event_the_code_cannot_read_stops_projection_instead_of_being_skipped(any_services):
     services = any_services
-    with services.database.write() as conn:
-        conn.execute(insert(events).values(
-            stream_id="memory:mystery", stream_version=1, event_type="memory.mystery", schema_version=1,
-            payload={}, meta={}, recorded_at="2026-01-01T00:00:00.000000Z"))
+    services.store.append_rows([dict(
+        stream_id="memory:mystery", stream_version=1, event_type="memory.mystery", schema_version=1,
+        payload={}, meta={}, recorded_at="2026-01-01T00:00:00.000000Z")])
     services.projector.catch_up()
     assert services.projector.checkpoint("structured_memories") == 0
     assert services.projector.checkpoint("projects") == 1  # not its family: it moves on

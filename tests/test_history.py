@@ -10,12 +10,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
-from sqlalchemy import insert
 
 from commands.supersede import SupersedeEvent
 from events import store
 from events.types import EventMetadata, memory_stream_id
-from memoryd.schema import events
 
 if TYPE_CHECKING:
     from tests.conftest import MakeCaller
@@ -70,19 +68,16 @@ def test_an_event_the_code_cannot_read_is_shown_as_stored_and_long_streams_are_r
         any_make_caller: MakeCaller, any_services, monkeypatch):
     admin = any_make_caller("read,write", ("admin.memories",))
     planted = {"memory_id": "id-odd", "name": "odd", "scope": "global", "scope_id": "", "content": "kept as stored"}
-    with any_services.database.write() as conn:  # no description, no type, no times: it does not decode
-        conn.execute(insert(events).values(
-            stream_id=memory_stream_id("odd", "global", ""), stream_version=1, event_type="memory.save",
-            schema_version=1, payload={"memory": planted}, meta={"actor_user_id": "intruder"},
-            recorded_at="2026-12-01T00:00:00.000000Z"))
+    any_services.store.append_rows([dict(  # no description, no type, no times: it does not decode
+        stream_id=memory_stream_id("odd", "global", ""), stream_version=1, event_type="memory.save",
+        schema_version=1, payload={"memory": planted}, meta={"actor_user_id": "intruder"},
+        recorded_at="2026-12-01T00:00:00.000000Z")])
     monkeypatch.setattr(store, "AT_ONCE", 2)  # the stream's events are read two at a time
-    for content in ("two", "three"):
-        with any_services.database.write() as conn:
-            version = 2 if content == "two" else 3
-            conn.execute(insert(events).values(
-                stream_id=memory_stream_id("odd", "global", ""), stream_version=version, event_type="memory.update",
-                schema_version=1, payload={"memory": planted | {"content": content}}, meta={},
-                recorded_at="2026-12-01T00:00:01.000000Z"))
+    for version, content in ((2, "two"), (3, "three")):
+        any_services.store.append_rows([dict(
+            stream_id=memory_stream_id("odd", "global", ""), stream_version=version, event_type="memory.update",
+            schema_version=1, payload={"memory": planted | {"content": content}}, meta={},
+            recorded_at="2026-12-01T00:00:01.000000Z")])
     answer = admin.get("/v1/api/admin/memories/id-odd/history")
     assert answer.status_code == 200
     assert [(v["version"], v["memory"]["content"], v["actor"]) for v in answer.get_json()["versions"]] == [

@@ -82,16 +82,15 @@ def test_inside_a_unit_reads_see_its_writes_and_an_isolated_write_rolls_back_alo
     database = any_services.database
     row = {"stream_id": "unit-test", "stream_version": 1, "event_type": "test.event", "schema_version": 1,
            "payload": {}, "meta": {}, "recorded_at": "2026-01-01T00:00:00Z"}
+    store = any_services.store
     with database.unit():
-        with database.write() as conn:
-            conn.execute(insert(events).values(row))
+        store.append_rows([row])
         with database.read() as conn:
             assert conn.execute(select(events.c.stream_version).where(events.c.stream_id == "unit-test")).all() == [(1,)]
         with pytest.raises(Exception), database.write(isolated=True) as conn:  # noqa: B017, PT011
-            conn.execute(insert(events).values(row | {"stream_version": 2}))
-            conn.execute(insert(events).values(row | {"stream_version": 2}))  # the stream check refuses it
-        with database.write() as conn:  # the unit goes on (on PostgreSQL too: only the savepoint was aborted)
-            conn.execute(insert(events).values(row | {"stream_version": 3}))
+            store._append_sealed(conn, [row | {"stream_version": 2}])
+            store._append_sealed(conn, [row | {"stream_version": 2}])  # the stream check refuses it
+        store.append_rows([row | {"stream_version": 3}])  # the unit goes on (on PostgreSQL too: only the savepoint was aborted)
     with database.read() as conn:
         versions = conn.execute(select(events.c.stream_version).where(events.c.stream_id == "unit-test")).scalars()
         assert sorted(versions) == [1, 3]

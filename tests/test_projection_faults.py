@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from sqlalchemy import insert, select
+from sqlalchemy import select
 
 from api.app import create_app
 from memoryd.app.services import Services
@@ -26,11 +26,10 @@ MEMORIES = "/v1/api/memories"
 
 def plant(services: Services, name: str, memory: dict[str, Any]) -> int:
     """A memory.save event written directly into the log; returns its position."""
-    with services.database.write() as conn:
-        return int(conn.execute(insert(events).returning(events.c.position).values(
-            stream_id=f'memory:["global","",{json.dumps(name)}]', stream_version=1, event_type="memory.save",
-            schema_version=1, payload={"memory": memory}, meta={"actor_user_id": "intruder"},
-            recorded_at="2026-12-01T00:00:00.000000Z")).scalar_one())
+    return services.store.append_rows([dict(
+        stream_id=f'memory:["global","",{json.dumps(name)}]', stream_version=1, event_type="memory.save",
+        schema_version=1, payload={"memory": memory}, meta={"actor_user_id": "intruder"},
+        recorded_at="2026-12-01T00:00:00.000000Z")])[0]
 
 
 def a_memory(name: str, **fields: str) -> dict[str, str]:

@@ -1,0 +1,149 @@
+r"""The log's hash chain: every event commits to the one before it, so an edited, removed or reordered
+event is found by walking the log (``memoryd audit verify``).
+
+The canonical bytes (chain format 1, documented in docs/architecture.md):
+
+* ``canonical(value)``: JSON, keys sorted, no whitespace, every non-ASCII character as a ``\u`` escape
+  (so the bytes are ASCII, lone surrogates included), no NaN or infinities;
+* ``payload_sha256 = sha256(canonical(payload))``, hex;
+* ``hash = sha256(canonical([position, stream_id, stream_version, event_type, schema_version,
+  payload_sha256, metadata, recorded_at, previous_hash]))``, hex, where ``previous_hash`` is the
+  hash of the event at the next lower position, or 64 zeros for the first.
+
+The chain commits to the payload's digest, not the payload itself: an erasure can replace a payload
+with a content-free stand-in and keep its digest, and the chain still verifies.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from events.types import RecordedEvent
+
+CHAIN_FORMAT = 1
+GENESIS = "0" * 64
+
+
+def canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode()
+
+
+def payload_digest(payload: dict[str, Any]) -> str:
+    return hashlib.sha256(canonical(payload)).hexdigest()
+
+
+def link(previous_hash: str, position: int, row: dict[str, Any]) -> str:
+    """The hash of the event ``row`` (the store's row, ``payload_sha256`` included) at ``position``."""
+    return hashlib.sha256(canonical([
+        position, row["stream_id"], row["stream_version"], row["event_type"], row["schema_version"],
+        row["payload_sha256"], row["meta"], row["recorded_at"], previous_hash])).hexdigest()
+
+
+def chained(previous_hash: str, first_position: int, rows: Sequence[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """``rows`` (the store's rows) at consecutive positions from ``first_position``, sealed: position,
+    payload digest and hash added."""
+    for offset, row in enumerate(rows):
+        position = first_position + offset
+        sealed = row | {"position": position, "payload_sha256": payload_digest(row["payload"])}
+        sealed["hash"] = previous_hash = link(previous_hash, position, sealed)
+        yield sealed
+
+
+def stored_row(event: RecordedEvent) -> dict[str, Any]:
+    """``event`` as the store's row, which the chain hashes."""
+    return {"stream_id": event.stream_id, "stream_version": event.stream_version, "event_type": event.event_type,
+            "schema_version": event.schema_version, "payload": event.payload, "meta": event.metadata,
+            "recorded_at": event.recorded_at, "payload_sha256": event.payload_sha256}
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A position and the chain's hash there: published elsewhere, it pins the log up to that point."""
+
+    position: int
+    hash: str
+
+    def __str__(self) -> str:
+        return f"{self.position}:{self.hash}"
+
+    @classmethod
+    def parse(cls, text: str) -> Checkpoint:
+        position, _, digest = text.strip().partition(":")
+        if not position.isdigit() or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+            raise ValueError(f"a checkpoint is POSITION:HASH (as `memoryd audit checkpoint` prints it), not {text!r}")
+        return cls(int(position), digest)
+
+
+@dataclass(frozen=True)
+class Break:
+    """Where the chain stops holding: the first bad position and what is wrong there."""
+
+    position: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    events: int
+    head: Checkpoint
+    broken: Break | None
+
+    @property
+    def ok(self) -> bool:
+        return self.broken is None
+
+
+def verify(log: Iterable[RecordedEvent], head: Checkpoint, gaps: Iterable[tuple[int, int]] = (),
+           since: Checkpoint | None = None) -> Verdict:
+    """Walk ``log`` (in the order stored) and check every digest, hash and position, then that the walk
+    ends at ``head`` (the store's record of the highest position taken and its hash).
+
+    ``gaps``: ``(first, last)`` ranges of positions known never to have held an event (found when the
+    chain was first computed). ``since``: a checkpoint the walk must pass through unchanged.
+    Constant memory: nothing is kept but the previous event's position and hash.
+    """
+    allowed = dict(gaps)
+    reached = Checkpoint(0, GENESIS)
+    count, passed_since = 0, since is None
+    for event in log:
+        if (broken := _check(event, reached, allowed)) is not None:
+            return Verdict(count, reached, broken)
+        if since is not None and reached.position < since.position <= event.position:
+            if event.position != since.position:
+                return Verdict(count, reached, Break(since.position, "the checkpoint's position holds no event"))
+            if event.hash != since.hash:
+                return Verdict(count, reached,
+                               Break(since.position, "the hash here is not the checkpoint's: the log was rewritten"))
+            passed_since = True
+        reached, count = Checkpoint(event.position, event.hash), count + 1
+    ends_in_a_gap = allowed.get(reached.position + 1) == head.position  # the newest positions never held one
+    if (reached.position != head.position and not ends_in_a_gap) or reached.hash != head.hash:
+        first = reached.position + 1
+        return Verdict(count, reached, Break(min(first, head.position), (
+            f"missing: the log ends at position {reached.position}, its head at {head.position}"
+            if head.position > reached.position else
+            f"the head records position {head.position} and hash {head.hash[:12]}…, the log ends at "
+            f"{reached.position} with {reached.hash[:12]}…")))
+    if not passed_since:
+        assert since is not None
+        return Verdict(count, reached,
+                       Break(since.position, f"the log ends at position {reached.position}, before the checkpoint"))
+    return Verdict(count, reached, None)
+
+
+def _check(event: RecordedEvent, after: Checkpoint, gaps: dict[int, int]) -> Break | None:
+    if event.position <= after.position:
+        return Break(event.position, f"out of order: position {event.position} comes after {after.position}")
+    first_missing = after.position + 1
+    if event.position != first_missing and gaps.get(first_missing) != event.position - 1:
+        missing = f"{first_missing}" if event.position == first_missing + 1 else f"{first_missing}-{event.position - 1}"
+        return Break(first_missing, f"missing: position {missing} holds no event and is no recorded gap")
+    if payload_digest(event.payload) != event.payload_sha256:
+        return Break(event.position, "the payload does not match its digest: it was changed")
+    if link(after.hash, event.position, stored_row(event)) != event.hash:
+        return Break(event.position, "the hash does not match: this event, or the hash it follows, was changed")
+    return None

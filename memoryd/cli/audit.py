@@ -1,0 +1,53 @@
+"""Commands for auditors: prove the log complete and unaltered (its hash chain), and pin its head."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from events.chain import Checkpoint
+from memoryd.cli.base import command_services, main, reported
+
+
+@main.group()
+def audit() -> None:
+    """Verify the event log's hash chain; print its head to publish elsewhere."""
+
+
+def _checkpoint(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Checkpoint | None:
+    try:
+        return None if value is None else Checkpoint.parse(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+
+
+@audit.command("verify")
+@click.option("--since-checkpoint", "since", metavar="POSITION:HASH", callback=_checkpoint,
+              help="A head printed earlier by `memoryd audit checkpoint`: the log must still extend it.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@reported
+def verify(since: Checkpoint | None, quiet: bool) -> None:
+    """Walk the whole log and check every event's payload digest, chain hash and position.
+
+    Exits 1 naming the first position that does not hold: an event changed, a position missing that
+    was never a recorded gap, or a position out of order. Runs beside a serving memoryd, in constant
+    memory; what is appended during the walk is left for the next one.
+    """
+    store = command_services().store
+    head = store.chain_head()
+    with click.progressbar(length=head.position, label="verifying", file=sys.stderr,
+                           hidden=quiet) as bar:
+        verdict = store.verify_chain(since, bar.update)
+    if verdict.broken is not None:
+        raise click.ClickException(f"the log does not verify at position {verdict.broken.position}: "
+                                   f"{verdict.broken.reason} ({verdict.events} events before it verified)")
+    click.echo(f"the log verifies: {verdict.events} events, head {verdict.head}"
+               + (f", extending checkpoint {since.position}" if since else ""))
+
+
+@audit.command("checkpoint")
+@reported
+def checkpoint() -> None:
+    """Print the log's head as POSITION:HASH, to publish somewhere memoryd cannot write."""
+    click.echo(str(command_services().store.chain_head()))
