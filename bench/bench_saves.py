@@ -83,6 +83,7 @@ OURS = "memoryd bus.handle"
 RAW_MEMORIES = "raw insert structured_memories"
 RAW_EVENTS = "raw insert events only"
 PATHS = (OURS, RAW_MEMORIES, RAW_EVENTS)
+PLACEHOLDER_HASH = "0" * 64
 
 _WORD_TEXT = """
 the a of to and in for on with that this is was be it as at by from or an not are we our
@@ -221,6 +222,8 @@ class Runner:
             "payload": {"memory": memory.to_dict()},
             "meta": self.metadata(save).to_dict(),
             "recorded_at": now + ".000000Z",
+            "payload_sha256": PLACEHOLDER_HASH,  # the row as stored; computing the chain is memoryd's work
+            "hash": PLACEHOLDER_HASH,
         }
         with self.database.write() as conn:
             conn.execute(insert(bench_events), row)
