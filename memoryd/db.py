@@ -53,6 +53,17 @@ class Database:
         yield snapshot[0]
 
     @contextmanager
+    def consistent_read(self) -> Iterator[Connection]:
+        """A read transaction whose every statement sees one state of the database (PostgreSQL:
+        ``REPEATABLE READ``; SQLite's read transactions are that already), for reads that must agree
+        with each other across statements, such as a read model and its checkpoint."""
+        with self.engine.connect() as conn:
+            if self.dialect == "postgresql":
+                conn = conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn.begin():
+                yield conn
+
+    @contextmanager
     def snapshot(self) -> Iterator[None]:
         """One read transaction that every ``read`` on this thread joins until it closes; no writes inside.
 

@@ -30,6 +30,7 @@ _DELETE = delete(structured_memories).where(structured_memories.c.memory_id == b
 
 class MemoryTableProjection:
     name = "structured_memories"
+    tables = (structured_memories, memory_counts)  # what ``reset`` clears and ``memoryd projections verify`` compares
 
     def __init__(self) -> None:
         self._upserts: dict[str, Executable] = {}

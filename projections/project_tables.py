@@ -17,6 +17,7 @@ from memoryd.schema import project_members, projects
 
 class ProjectTablesProjection:
     name = "projects"
+    tables = (projects, project_members)  # what ``reset`` clears and ``memoryd projections verify`` compares
 
     def apply(self, conn: Connection, recorded: RecordedEvent) -> None:
         if not recorded.event_type.startswith(PROJECT_EVENTS):

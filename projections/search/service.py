@@ -159,6 +159,21 @@ class SearchService:
             self.fault = None
         return fresh
 
+    def replayed(self, until: int) -> SearchIndex:
+        """A fresh index of the log up to ``until``, built as ``rebuild`` builds one, the live one untouched
+        (``memoryd projections verify`` compares it with the stored snapshot)."""
+        fresh = SearchIndex(self.k1, self.b)
+        with fresh.bulk():
+            while fresh.position < until:
+                with self.store.database.read() as conn:
+                    batch = [event for event in self.store.read_after(conn, fresh.position, PAGE)
+                             if event.position <= until]
+                if not batch:
+                    break
+                if (fault := self._apply(fresh, batch)) is not None:
+                    raise ProjectionStopped(fault)
+        return fresh
+
     def memories(self, conn: Connection, where: MemoryFilter, query: str, limit: int) -> list[dict[str, Any]]:
         """The best matches as table rows, in rank order."""
         return memories_in_order(conn, [hit.memory_id for hit in self.search(where, query, limit)])

@@ -9,12 +9,14 @@ from the log instead.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 from dataclasses import dataclass
 
 import numpy as np
 
+from events.chain import canonical
 from projections.search.parts import Segment, joined, split
 
 FORMAT = 3
@@ -65,3 +67,32 @@ def load(blob: bytes) -> Snapshot:
     keys = [(key[0], key[1]) for key in json.loads(data["keys"].tobytes().decode())]
     return Snapshot(int(data["position"][0]), split(data["words"]), keys, split(data["memory_ids"]),
                     split(data["updated"]), data["versions"].copy(), segment)
+
+
+def documents(snapshot: Snapshot) -> list[tuple[str, bytes]]:
+    """Every memory the snapshot holds as (memory id, a digest of all it indexed of it), by memory id.
+
+    The digest covers the memory's version, time, namespace, type, length and its multiset of
+    (word, term frequency), so two snapshots of the same memories give the same list however their
+    documents and words are numbered.
+    """
+    segment = snapshot.segment
+    word_keys = np.array([int.from_bytes(hashlib.blake2b(word.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
+                                         "little") for word in snapshot.words], np.uint64)
+    terms = np.repeat(segment.terms, np.diff(segment.offsets))
+    postings = (word_keys[terms] ^ (segment.tfs.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))) \
+        * np.uint64(0xBF58476D1CE4E5B9)  # each (word, tf) mixed into 64 bits; the sums wrap
+    order = np.argsort(segment.docs, kind="stable")
+    docs, postings = segment.docs[order], postings[order]
+    summed = np.zeros(len(segment.lengths), np.uint64)
+    if len(docs):
+        firsts = np.flatnonzero(np.concatenate(([True], docs[1:] != docs[:-1])))
+        summed[docs[firsts]] = np.add.reduceat(postings, firsts)
+    namespace_of = np.repeat(segment.namespaces, np.diff(segment.starts)).tolist()
+    found = [(memory_id, hashlib.sha256(canonical([memory_id, version, updated, *snapshot.keys[namespace], kind, length,
+                                                   words])).digest())
+             for memory_id, version, updated, namespace, kind, length, words in zip(
+                 snapshot.memory_ids, snapshot.versions.tolist(), snapshot.updated, namespace_of,
+                 segment.types.tolist(), segment.lengths.tolist(), summed.tolist())]
+    found.sort()
+    return found
