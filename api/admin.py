@@ -1,4 +1,4 @@
-"""The administrators' API: ``/v1/api/admin/memories`` and the audit trail.
+"""The administrators' API: ``/v1/api/admin/memories``, the audit trail and the log itself.
 
 No automatic scope resolution: any scope may be filtered on, limits are
 clamped rather than rejected, and list ``total`` counts every match.
@@ -6,6 +6,7 @@ clamped rather than rejected, and list ``total`` counts every match.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from flask import Blueprint, Response, request
@@ -20,6 +21,10 @@ from api.schemas import (
     AdminSearchQuery,
     AuditPageSchema,
     AuditQuery,
+    ErasureCertificateSchema,
+    ErasureRequest,
+    EventPageSchema,
+    EventsQuery,
     MemoryHistorySchema,
     MemorySchema,
     RestoreMemoryRequest,
@@ -108,6 +113,31 @@ def audit() -> tuple[Response, int]:
         records = list_audit(conn, AuditFilter(**args))
     next_after = records[-1].position if records else args["after"]
     return respond(AuditPageSchema(), {"records": [record.to_dict() for record in records], "next_after": next_after})
+
+
+@blueprint.post("/erasures")
+@authorized("write", admin=True)
+@idempotent()
+def erase() -> tuple[Response, int]:
+    """Erase memories (a person's, one, a namespace's) from everything memoryd stores: 201 and a certificate."""
+    body = load(ErasureRequest(), json_object())
+    selector = {key: body[key] for key in ("user_id", "memory_id", "scope", "scope_id") if body[key] is not None}
+    certificate = services().erasures.erase(selector, body["reason"], *writing("admin"))
+    return respond(ErasureCertificateSchema(), certificate, 201)
+
+
+@blueprint.get("/events")
+@authorized("read", admin=True)
+def events() -> tuple[Response, int]:
+    """The log itself, from ``after`` on: a change feed for mirrors and warehouses, resumable by position."""
+    args = load(EventsQuery(), request.args)
+    store = services().store
+    with services().database.snapshot(), services().database.read() as conn:  # the page and the head: one read
+        head = store.head_position()
+        page = store.read_after(conn, args["after"], args["limit"])
+    next_after = page[-1].position if page else args["after"]
+    return respond(EventPageSchema(), {"events": [dataclasses.asdict(event) for event in page],
+                                       "next_after": next_after, "head": max(head, next_after)})
 
 
 def _filter(args: dict[str, Any]) -> MemoryFilter:

@@ -109,6 +109,16 @@ def build_openapi() -> dict[str, Any]:
         "get": _operation("Audit records of saves, updates and deletes, from the log", schemas.AuditPageSchema,
                           query=schemas.AuditQuery),
     })
+    spec.path("/v1/api/admin/erasures", operations={
+        "post": _operation("Erase memories (a user's, one memory, or a namespace's) from the log and every read "
+                           "model; the certificate lists what was erased and each store read back",
+                           schemas.ErasureCertificateSchema, body=schemas.ErasureRequest, created=True,
+                           idempotent=True),
+    })
+    spec.path("/v1/api/admin/events", operations={
+        "get": _operation("The event log itself, in position order from `after` (a change feed, resumable by position)",
+                          schemas.EventPageSchema, query=schemas.EventsQuery),
+    })
     spec.path("/v1/api/admin/projects", operations={
         "post": _operation("Create a project (201)", schemas.ProjectSchema, body=schemas.CreateProjectRequest,
                            created=True, idempotent=True),

@@ -156,6 +156,12 @@ class AuditQuery(RequestSchema):
     limit = _limit(100, 1, 1000)
 
 
+class EventsQuery(RequestSchema):
+    after = WholeNumber(load_default=0, validate=validate.Range(0, 2**63 - 1, error="after must be a log position (0 or more)"),
+                        error_messages={"invalid": "after must be an integer"})
+    limit = _limit(100, 1, 1000)
+
+
 class ReceiptsQuery(RequestSchema):
     after = WholeNumber(load_default=0, validate=validate.Range(0, 2**31 - 1, error="after must be a turn number (0 or more)"),
                         error_messages={"invalid": "after must be an integer"})
@@ -336,6 +342,55 @@ class AuditRecordSchema(Schema):
 class AuditPageSchema(Schema):
     records = fields.List(fields.Nested(AuditRecordSchema))
     next_after = fields.Integer(metadata={"description": "pass as `after` for the next page"})
+
+
+class LoggedEventSchema(Schema):
+    """An event exactly as the log stores it."""
+
+    position = fields.Integer()
+    stream_id = fields.String()
+    stream_version = fields.Integer()
+    event_type = fields.String(metadata={"example": "memory.save"})
+    schema_version = fields.Integer()
+    payload = fields.Dict()
+    metadata = fields.Dict(metadata={"description": "who, through which surface, from where"})
+    recorded_at = fields.String()
+    payload_sha256 = fields.String(metadata={"description": "the payload's digest, which the chain commits to"})
+    hash = fields.String(metadata={"description": "the hash chain at this position (docs/architecture.md)"})
+
+
+class EventPageSchema(Schema):
+    events = fields.List(fields.Nested(LoggedEventSchema), metadata={"description": "in position order"})
+    next_after = fields.Integer(metadata={"description": "pass as `after` for the next page"})
+    head = fields.Integer(metadata={"description": "the log's head when the page was read"})
+
+
+class ErasureRequest(RequestSchema):
+    user_id = _text("user_id", load_default=None)
+    memory_id = _text("memory_id", load_default=None)
+    scope = _text("scope", load_default=None)
+    scope_id = _text("scope_id", load_default=None)
+    reason = _text("reason", "reason is required (a request's reference, say): it stays in the log")
+
+
+class ErasureCheckSchema(Schema):
+    store = fields.String(metadata={"example": "structured_memories"})
+    free = fields.Boolean(metadata={"description": "nothing of the erased memories was found there"})
+    detail = fields.String()
+
+
+class ErasureCertificateSchema(Schema):
+    position = fields.Integer(metadata={"description": "the memory.erase event's position in the log"})
+    erased_at = fields.String()
+    erased_by = fields.String(metadata={"description": "the acting user's id"})
+    selector = fields.Dict(metadata={"description": "what was asked for: user_id, memory_id or scope + scope_id"})
+    reason = fields.String()
+    memories = fields.List(fields.String(), metadata={"description": "the erased memories' ids"})
+    positions = fields.List(fields.Integer(), metadata={"description": "the log events whose payloads were redacted"})
+    idempotency_keys_forgotten = fields.Integer()
+    snapshots_dropped = fields.Integer()
+    checks = fields.List(fields.Nested(ErasureCheckSchema), metadata={"description": "each store, read back"})
+    free = fields.Boolean(metadata={"description": "every check found nothing of the erased memories"})
 
 
 class MemoryVersionSchema(Schema):

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar, overload
 
+from commands.erasure import EraseMemories, ErasureOutcome, erase_memories
 from commands.handlers import (
     Dependencies,
     Outcome,
@@ -53,14 +54,15 @@ HANDLERS: dict[type, Callable[..., Any]] = {
     ReactivateProject: reactivate_project,
     DeleteProject: delete_project,
     SupersedeEvent: supersede_event,
+    EraseMemories: erase_memories,
 }
 
 
 MemoryCommand = SaveMemory | DeleteMemory | DeleteMemoryById | RestoreMemory
 ProjectCommand = (CreateProject | GrantProjectAccess | RevokeProjectAccess | ArchiveProject | ReactivateProject
                   | DeleteProject)
-AnyCommand = MemoryCommand | ProjectCommand | SupersedeEvent
-AnyOutcome = Outcome | ProjectOutcome | SupersedeOutcome
+AnyCommand = MemoryCommand | ProjectCommand | SupersedeEvent | EraseMemories
+AnyOutcome = Outcome | ProjectOutcome | SupersedeOutcome | ErasureOutcome
 
 
 class Dispatcher(Protocol):
@@ -92,6 +94,10 @@ class CommandBus:
     def handle(self, command: SupersedeEvent, metadata: EventMetadata, claim: IdempotencyClaim | None = None
                ) -> SupersedeOutcome: ...
 
+    @overload
+    def handle(self, command: EraseMemories, metadata: EventMetadata, claim: IdempotencyClaim | None = None
+               ) -> ErasureOutcome: ...
+
     def handle(self, command: AnyCommand, metadata: EventMetadata, claim: IdempotencyClaim | None = None
                ) -> AnyOutcome:
         """Run the command in one transaction (load, decide, append, and an in-process projection); with
@@ -119,7 +125,8 @@ class CommandBus:
         state, a bounded number of times."""
         for attempt in range(MAX_ATTEMPTS):
             try:
-                with self.deps.store.database.unit():
+                with self.deps.store.database.unit() as conn:
+                    self.deps.store.hold_appends(conn)  # decided on a state that stays the stream's until commit
                     outcome = run()
                     position = position_of(outcome)
                     projected = position is not None and self.dispatcher.appending(position)

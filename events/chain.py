@@ -5,13 +5,14 @@ The canonical bytes (chain format 1, documented in docs/architecture.md):
 
 * ``canonical(value)``: JSON, keys sorted, no whitespace, every non-ASCII character as a ``\u`` escape
   (so the bytes are ASCII, lone surrogates included), no NaN or infinities;
-* ``payload_sha256 = sha256(canonical(payload))``, hex;
-* ``hash = sha256(canonical([position, stream_id, stream_version, event_type, schema_version,
+* ``payload_sha256 = sha256(canonical(payload))`` and ``stream_sha256 = sha256(stream_id as UTF-8)``, hex;
+* ``hash = sha256(canonical([position, stream_sha256, stream_version, event_type, schema_version,
   payload_sha256, metadata, recorded_at, previous_hash]))``, hex, where ``previous_hash`` is the
   hash of the event at the next lower position, or 64 zeros for the first.
 
-The chain commits to the payload's digest, not the payload itself: an erasure can replace a payload
-with a content-free stand-in and keep its digest, and the chain still verifies.
+The chain commits to digests of the payload and of the stream id (which names a memory), not to
+them: an erasure replaces the payload with a content-free stub and the stream id with
+``erased:<erasure position>:<stream_sha256>``, keeps the payload's digest, and the chain still verifies.
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from events.types import RecordedEvent
+from events.types import ErasedEvent, RecordedEvent
 
 CHAIN_FORMAT = 1
 GENESIS = "0" * 64
+ERASED_STREAM = "erased:"  # the prefix of an erased event's stream id
 
 
 def canonical(value: Any) -> bytes:
@@ -36,10 +38,22 @@ def payload_digest(payload: dict[str, Any]) -> str:
     return hashlib.sha256(canonical(payload)).hexdigest()
 
 
+def stream_digest(stream_id: str) -> str:
+    """What the chain commits to of a stream id: its SHA-256, or for an erased event the one its id keeps."""
+    if stream_id.startswith(ERASED_STREAM):
+        return stream_id.rsplit(":", 1)[-1]
+    return hashlib.sha256(stream_id.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def erased_stream_id(stream_id: str, erased_by: int) -> str:
+    """The stream id an erased event keeps: the erasure's position and the digest, not the name."""
+    return f"{ERASED_STREAM}{erased_by}:{stream_digest(stream_id)}"
+
+
 def link(previous_hash: str, position: int, row: dict[str, Any]) -> str:
     """The hash of the event ``row`` (the store's row, ``payload_sha256`` included) at ``position``."""
     return hashlib.sha256(canonical([
-        position, row["stream_id"], row["stream_version"], row["event_type"], row["schema_version"],
+        position, stream_digest(row["stream_id"]), row["stream_version"], row["event_type"], row["schema_version"],
         row["payload_sha256"], row["meta"], row["recorded_at"], previous_hash])).hexdigest()
 
 
@@ -98,19 +112,21 @@ class Verdict:
 
 
 def verify(log: Iterable[RecordedEvent], head: Checkpoint, gaps: Iterable[tuple[int, int]] = (),
-           since: Checkpoint | None = None) -> Verdict:
+           since: Checkpoint | None = None, erased: dict[int, int] | None = None) -> Verdict:
     """Walk ``log`` (in the order stored) and check every digest, hash and position, then that the walk
     ends at ``head`` (the store's record of the highest position taken and its hash).
 
     ``gaps``: ``(first, last)`` ranges of positions known never to have held an event (found when the
     chain was first computed). ``since``: a checkpoint the walk must pass through unchanged.
+    ``erased``: positions an erasure redacted -> that erasure's position; such an event's payload is its
+    stub, and its digest is taken as stored (the erasure event itself is checked like any other).
     Constant memory: nothing is kept but the previous event's position and hash.
     """
     allowed = dict(gaps)
     reached = Checkpoint(0, GENESIS)
     count, passed_since = 0, since is None
     for event in log:
-        if (broken := _check(event, reached, allowed)) is not None:
+        if (broken := _check(event, reached, allowed, (erased or {}).get(event.position))) is not None:
             return Verdict(count, reached, broken)
         if since is not None and reached.position < since.position <= event.position:
             if event.position != since.position:
@@ -135,14 +151,20 @@ def verify(log: Iterable[RecordedEvent], head: Checkpoint, gaps: Iterable[tuple[
     return Verdict(count, reached, None)
 
 
-def _check(event: RecordedEvent, after: Checkpoint, gaps: dict[int, int]) -> Break | None:
+def _check(event: RecordedEvent, after: Checkpoint, gaps: dict[int, int], erased_by: int | None) -> Break | None:
     if event.position <= after.position:
         return Break(event.position, f"out of order: position {event.position} comes after {after.position}")
     first_missing = after.position + 1
     if event.position != first_missing and gaps.get(first_missing) != event.position - 1:
         missing = f"{first_missing}" if event.position == first_missing + 1 else f"{first_missing}-{event.position - 1}"
         return Break(first_missing, f"missing: position {missing} holds no event and is no recorded gap")
-    if payload_digest(event.payload) != event.payload_sha256:
+    stub = ErasedEvent.of(event.payload)
+    if erased_by is not None and (stub is None or stub.erased_by != erased_by
+                                  or not event.stream_id.startswith(f"{ERASED_STREAM}{erased_by}:")):
+        return Break(event.position, f"the erasure at position {erased_by} redacted this event, which is no stub")
+    if erased_by is None and event.stream_id.startswith(ERASED_STREAM):
+        return Break(event.position, "an erased stream id where no erasure redacted: the event was changed")
+    if erased_by is None and payload_digest(event.payload) != event.payload_sha256:
         return Break(event.position, "the payload does not match its digest: it was changed")
     if link(after.hash, event.position, stored_row(event)) != event.hash:
         return Break(event.position, "the hash does not match: this event, or the hash it follows, was changed")

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, delete, select, update
+from sqlalchemy import Connection, Text, cast, delete, select, update
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -112,6 +113,19 @@ class IdempotencyKeys:
         if row is None:
             return None
         return StoredOutcome(row.fingerprint, row.position, row.status, row.response, row.attempt, row.created)
+
+    @staticmethod
+    def forget(conn: Connection, positions: Sequence[int], memory_ids: Sequence[str]) -> int:
+        """(In an erasure's transaction) Forget the keys whose answers could give back erased memories: those of
+        the writes at ``positions``, and any stored answer naming one of ``memory_ids`` (a turn's block, a
+        tool call's result); a retry of such a request runs again. The keys forgotten."""
+        forgotten = 0
+        for first in range(0, len(positions), 500):
+            forgotten += conn.execute(delete(keys).where(keys.c.position.in_(positions[first:first + 500]))).rowcount
+        answer = cast(keys.c.response, Text)
+        for memory_id in memory_ids:
+            forgotten += conn.execute(delete(keys).where(answer.contains(memory_id, autoescape=True))).rowcount
+        return forgotten
 
     def purge_expired(self) -> int:
         with self.database.write() as conn:

@@ -21,22 +21,25 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Row, bindparam, func, insert, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 
-from events.chain import Checkpoint, Verdict, chained, verify
+from events.chain import Checkpoint, Verdict, chained, erased_stream_id, stored_row, verify
+from events.erasure import erased_positions
 from events.types import (
     DomainEvent,
+    ErasedEvent,
     EventMetadata,
     EventSuperseded,
-        RecordedEvent,
+    RecordedEvent,
     UnknownEvent,
     superseded_stream_id,
 )
 from memoryd.db import Database
+from memoryd.errors import ValidationError
 from memoryd.schema import event_gaps, event_head, events
 from memoryd.text import check_document
 
@@ -53,6 +56,16 @@ class ConcurrencyConflict(Exception):
     """The stream moved past the expected version; reload and decide again."""
 
 
+class ImportRefused(ValidationError):
+    """An imported log whose chain does not verify: nothing of it was kept."""
+
+    def __init__(self, verdict: Verdict) -> None:
+        assert verdict.broken is not None
+        super().__init__(f"the imported log does not verify at position {verdict.broken.position}: "
+                         f"{verdict.broken.reason}; nothing was imported")
+        self.verdict = verdict
+
+
 # Built once: the statements every save, search and turn runs (building a statement costs more than running it).
 _AFTER = select(events).where(events.c.position > bindparam("position")).order_by(events.c.position) \
     .limit(bindparam("limit"))
@@ -65,6 +78,9 @@ _INSERT = insert(events)
 _HEAD = select(event_head.c.position, event_head.c.hash).where(event_head.c.log == "events")
 _MOVE_HEAD = update(event_head).where(event_head.c.log == "events").values(
     position=bindparam("head_position"), hash=bindparam("head_hash"))
+_REDACT = update(events).where(events.c.position == bindparam("at")).values(
+    payload=bindparam("stub"), stream_id=bindparam("erased_stream"))
+_HOLDING = "memoryd_append_lock"  # in a connection's info: the transaction holding the append lock
 _ORDER_APPENDS = text("SELECT pg_advisory_xact_lock(:class, hashtext(current_schema()))")
 _AT = select(events).where(or_(events.c.position.in_(bindparam("positions", expanding=True)),
                                events.c.stream_id.in_(bindparam("streams", expanding=True)))).order_by(events.c.position)
@@ -179,6 +195,8 @@ class EventStore:
         if row is None:
             return None
         superseding = _recorded(row).to_domain()
+        if isinstance(superseding, ErasedEvent):  # erased with the event it superseded: nothing stands in
+            return None
         if not isinstance(superseding, EventSuperseded):
             raise UnknownEvent(f"stream {superseded_stream_id(recorded.position)} holds a {superseding.event_type}")
         return superseding.stand_in(recorded)
@@ -229,6 +247,8 @@ class EventStore:
 
         Appends go on meanwhile: what they add past the head read first is left for the next walk."""
         head, gaps = self.chain_head(), self.recorded_gaps()
+        with self.database.read() as conn:
+            erased = erased_positions(conn)
 
         def walked() -> Iterator[RecordedEvent]:
             for event in self.iter_all(VERIFY_PAGE):
@@ -238,15 +258,63 @@ class EventStore:
                 if progress is not None:
                     progress(1)
 
-        return verify(walked(), head, gaps, since)
+        return verify(walked(), head, gaps, since, erased)
+
+    def import_log(self, head: Checkpoint, gaps: Sequence[tuple[int, int]], log: Iterable[RecordedEvent],
+                   erased: dict[int, int]) -> Verdict:
+        """Into an empty log, every event as exported (positions, digests and hashes kept), its gaps and its
+        head, in one transaction, the chain checked as the events stream in: nothing is kept unless all of it
+        verifies (the verdict says where it broke)."""
+        with self.database.write() as conn:
+            if conn.execute(_HEAD).one().position or conn.execute(select(events.c.position).limit(1)).first():
+                raise ValidationError("the log is not empty: import into a new database (memoryd db upgrade creates one)")
+            pending: list[dict[str, Any]] = []
+
+            def inserted() -> Iterator[RecordedEvent]:
+                for event in log:
+                    pending.append(stored_row(event) | {"position": event.position, "hash": event.hash})
+                    if len(pending) >= VERIFY_PAGE:
+                        conn.execute(_INSERT, pending)
+                        pending.clear()
+                    yield event
+
+            verdict = verify(inserted(), head, gaps, erased=erased)
+            if verdict.broken is not None:
+                raise ImportRefused(verdict)
+            if pending:
+                conn.execute(_INSERT, pending)
+            if gaps:
+                conn.execute(insert(event_gaps), [{"first_position": first, "last_position": last}
+                                                  for first, last in gaps])
+            conn.execute(_MOVE_HEAD, {"head_position": head.position, "head_hash": head.hash})
+        return verdict
+
+    def redact(self, conn: Connection, erased_by: int, memory_of: dict[int, str]) -> None:
+        """(In the erasure at ``erased_by``'s transaction) Replace the payloads of the events at ``memory_of``'s
+        positions by content-free stubs and their stream ids (which name the memory) by digests: the one
+        change the log ever takes. The chain keeps verifying (``events/chain.py``)."""
+        streams = dict(conn.execute(select(events.c.position, events.c.stream_id)
+                                    .where(events.c.position.in_(list(memory_of)))).all())
+        conn.execute(_REDACT, [{"at": position, "stub": ErasedEvent.stub(erased_by, memory_id),
+                                "erased_stream": erased_stream_id(streams[position], erased_by)}
+                               for position, memory_id in memory_of.items()])
 
     def head_position(self) -> int:
         with self.database.read() as conn:
             return int(conn.execute(select(func.coalesce(func.max(events.c.position), 0))).scalar_one())
 
+    def hold_appends(self, conn: Connection) -> None:
+        """(In a write transaction) Queue every other append until this transaction ends, so what it reads of
+        the log stays the whole log until it commits: a command decides on a stream nobody can change under
+        it (not even an erasure, which moves a stream's events out of it), and an erasure misses no racing
+        write. SQLite's write transactions hold its one writer's lock already."""
+        self._order_appends(conn)
+
     def _order_appends(self, conn: Connection) -> None:
-        if conn.dialect.name == "postgresql":
+        """Take the append lock for this transaction (once: it is held until the transaction ends)."""
+        if conn.dialect.name == "postgresql" and conn.info.get(_HOLDING) is not conn.get_transaction():
             conn.execute(_ORDER_APPENDS, {"class": APPEND_LOCK_CLASS})
+            conn.info[_HOLDING] = conn.get_transaction()
 
 
 def _now() -> str:

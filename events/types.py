@@ -139,11 +139,56 @@ class EventSuperseded:
                        payload=self.replacement["payload"])
 
 
-DomainEvent = MemoryEvent | ProjectEvent | EventSuperseded
-EVENT_CLASSES: dict[str, type[MemoryEvent] | type[ProjectEvent] | type[EventSuperseded]] = {
+@dataclass(frozen=True)
+class MemoriesErased:
+    """Memories erased on request: every event of theirs at ``positions`` (and what superseded one) had its
+    payload replaced by a content-free record, and ``memory_ids`` leave every read model. Holds no content:
+    who asked is in the metadata, what they asked for in ``selector``."""
+
+    event_type: ClassVar[str] = "memory.erase"
+    schema_version: ClassVar[int] = 1
+    memory_ids: list[str]
+    positions: list[int]
+    selector: dict[str, str]  # {"user_id": ...}, {"memory_id": ...} or {"scope": ..., "scope_id": ...}
+    reason: str
+
+    def payload(self) -> dict[str, Any]:
+        return {"memory_ids": self.memory_ids, "positions": self.positions, "selector": self.selector,
+                "reason": self.reason}
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any]) -> MemoriesErased:
+        return cls([str(memory_id) for memory_id in payload["memory_ids"]],
+                   [int(position) for position in payload["positions"]], dict(payload["selector"]),
+                   str(payload["reason"]))
+
+
+@dataclass(frozen=True)
+class ErasedEvent:
+    """What an event whose payload an erasure replaced decodes to: nothing of the memory but its id."""
+
+    erased_by: int  # the erasure event's position
+    memory_id: str
+
+    @staticmethod
+    def stub(erased_by: int, memory_id: str) -> dict[str, Any]:
+        """The payload that replaces an erased event's: the chain keeps the original's digest."""
+        return {"erased": {"by": erased_by, "memory_id": memory_id}}
+
+    @classmethod
+    def of(cls, payload: Any) -> ErasedEvent | None:
+        """The erased event this payload is the stub of; None for any other payload."""
+        if not isinstance(payload, dict) or set(payload) != {"erased"} or not isinstance(payload["erased"], dict):
+            return None
+        erased = payload["erased"]
+        return cls(int(erased.get("by", 0)), str(erased.get("memory_id", "")))
+
+
+DomainEvent = MemoryEvent | ProjectEvent | EventSuperseded | MemoriesErased
+EVENT_CLASSES: dict[str, type[MemoryEvent] | type[ProjectEvent] | type[EventSuperseded] | type[MemoriesErased]] = {
     cls.event_type: cls
     for cls in (MemorySaved, MemoryUpdated, MemoryDeleted, ProjectCreated, ProjectAccessGranted, ProjectAccessRevoked,
-                ProjectArchived, ProjectReactivated, ProjectDeleted, EventSuperseded)
+                ProjectArchived, ProjectReactivated, ProjectDeleted, EventSuperseded, MemoriesErased)
 }
 
 
@@ -186,7 +231,10 @@ class RecordedEvent:
     payload_sha256: str = ""  # the chain's (events/chain.py); empty for an event not read from the log
     hash: str = ""
 
-    def to_domain(self) -> DomainEvent:
+    def to_domain(self) -> DomainEvent | ErasedEvent:
+        """The event this code reads it as; an erased one as ``ErasedEvent``, whatever its type was."""
+        if (erased := ErasedEvent.of(self.payload)) is not None:
+            return erased
         cls = EVENT_CLASSES.get(self.event_type)
         if cls is None or self.schema_version != cls.schema_version:
             raise UnknownEvent(f"no decoder for {self.event_type} v{self.schema_version} at position {self.position}")

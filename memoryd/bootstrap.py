@@ -15,6 +15,7 @@ from commands.handlers import Dependencies
 from events.idempotency import IdempotencyKeys
 from events.store import EventStore
 from memoryd import migrate
+from memoryd.app.erasure import Erasures
 from memoryd.app.services import Services
 from memoryd.app.tool import MemoryTool
 from memoryd.app.turn import TurnComposer
@@ -51,8 +52,9 @@ def build_services(config: Config) -> Services:
     search = SearchService(store, config.search.k1, config.search.b)
     tool = MemoryTool(bus, store, database, directory, search, config.memory.max_content)
     turns = TurnComposer(store, database, directory, search, config.memory)
+    erasures = Erasures(bus, store, projector, search, config.server.write_wait_ms / 1000)
     return Services(config, database, store, projector, memory_table, bus, directory, idempotency, redis, queue,
-                    search, Sessions(database, directory), tool, turns, Workstreams(directory, store))
+                    search, Sessions(database, directory), tool, turns, Workstreams(directory, store), erasures)
 
 
 def prepare_database(services: Services, environ: Mapping[str, str] | None = None) -> str | None:

@@ -16,7 +16,7 @@ from sqlalchemy import Connection, Executable, bindparam, delete, select
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from events.types import MEMORY_EVENTS, MemoryDeleted, MemoryEvent, RecordedEvent
+from events.types import MEMORY_EVENTS, MemoriesErased, MemoryDeleted, MemoryEvent, RecordedEvent
 from memoryd.schema import memory_counts, structured_memories
 
 _REWRITTEN_ON_UPDATE = ("name", "description", "type", "scope", "scope_id", "content", "created", "updated", "last_accessed",
@@ -25,6 +25,9 @@ _REWRITTEN_ON_UPDATE = ("name", "description", "type", "scope", "scope_id", "con
 
 _KEY = (structured_memories.c.scope, structured_memories.c.scope_id, structured_memories.c.type)  # what counts
 _KEY_OF = select(*_KEY).where(structured_memories.c.memory_id == bindparam("memory_id"))
+_EMPTIED = delete(memory_counts).where(
+    memory_counts.c.scope == bindparam("scope"), memory_counts.c.scope_id == bindparam("scope_id"),
+    memory_counts.c.type == bindparam("type"), memory_counts.c.count <= 0)
 _DELETE = delete(structured_memories).where(structured_memories.c.memory_id == bindparam("gone")).returning(*_KEY)
 
 
@@ -39,12 +42,15 @@ class MemoryTableProjection:
         if not recorded.event_type.startswith(MEMORY_EVENTS):
             return  # another family's event: not decoded, so its trouble is not this projection's
         event = recorded.to_domain()
-        if not isinstance(event, MemoryEvent):
+        if isinstance(event, MemoriesErased):
+            for memory_id in event.memory_ids:
+                self._delete(conn, memory_id)
+            return
+        if not isinstance(event, MemoryEvent):  # an erased event among them: its erasure took the row out
             return
         memory = event.memory
-        if isinstance(event, MemoryDeleted):  # the row's own namespace and type, whatever the event carries
-            if (gone := conn.execute(_DELETE, {"gone": memory.memory_id}).first()) is not None:
-                self._count(conn, tuple(gone), -1)
+        if isinstance(event, MemoryDeleted):
+            self._delete(conn, memory.memory_id)
             return
         before = conn.execute(_KEY_OF, {"memory_id": memory.memory_id}).first()
         row: dict[str, Any] = memory.to_dict() | {"last_accessed": memory.updated, "access_count": 0,
@@ -56,10 +62,19 @@ class MemoryTableProjection:
                 self._count(conn, tuple(before), -1)
             self._count(conn, after, +1)
 
+    def _delete(self, conn: Connection, memory_id: str) -> None:
+        """The row goes, and its own namespace and type count one less (whatever an event carries)."""
+        if (gone := conn.execute(_DELETE, {"gone": memory_id}).first()) is not None:
+            self._count(conn, tuple(gone), -1)
+
     def _count(self, conn: Connection, key: tuple[Any, ...], change: int) -> None:
+        """Add ``change`` to a namespace's count; a count that reaches 0 goes, so that the counts depend on
+        the memories there, not on the history that left them (a replay of an erased log has none)."""
         scope, scope_id, memory_type = key
-        conn.execute(self._counter(conn.dialect.name),
-                     {"scope": scope, "scope_id": scope_id, "type": memory_type, "count": change})
+        values = {"scope": scope, "scope_id": scope_id, "type": memory_type, "count": change}
+        conn.execute(self._counter(conn.dialect.name), values)
+        if change < 0:
+            conn.execute(_EMPTIED, values)
 
     def _counter(self, dialect: str) -> Executable:
         """One INSERT .. ON CONFLICT DO UPDATE adding to a namespace's count, per dialect, built once."""

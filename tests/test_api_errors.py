@@ -237,7 +237,7 @@ OPERATIONS = {
     ("/v1/api/admin/memories", "get"), ("/v1/api/admin/memories/search", "get"),
     ("/v1/api/admin/memories/{memory_id}", "get"), ("/v1/api/admin/memories/{memory_id}", "delete"),
     ("/v1/api/admin/memories/{memory_id}/history", "get"), ("/v1/api/admin/memories/{memory_id}/restore", "post"),
-    ("/v1/api/admin/audit", "get"),
+    ("/v1/api/admin/audit", "get"), ("/v1/api/admin/events", "get"), ("/v1/api/admin/erasures", "post"),
     ("/v1/api/admin/projects", "post"), ("/v1/api/admin/projects/{project_id}", "get"),
     ("/v1/api/admin/projects/{project_id}", "delete"),
     ("/v1/api/admin/projects/{project_id}/members/{user_id}", "put"),

@@ -14,6 +14,7 @@ from rq import Queue
 from commands.bus import CommandBus
 from events.idempotency import IdempotencyKeys
 from events.store import EventStore
+from memoryd.app.erasure import Erasures
 from memoryd.app.tool import MemoryTool
 from memoryd.app.turn import TurnComposer
 from memoryd.app.workstreams import Workstreams
@@ -43,3 +44,4 @@ class Services:
     tool: MemoryTool
     turns: TurnComposer
     workstreams: Workstreams
+    erasures: Erasures

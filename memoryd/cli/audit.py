@@ -1,13 +1,17 @@
-"""Commands for auditors: prove the log complete and unaltered (its hash chain), and pin its head."""
+"""Commands for auditors: prove the log complete and unaltered (its hash chain), pin its head, and carry the
+log itself out (and into an empty database) as JSON Lines."""
 
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
 from events.chain import Checkpoint
+from events.export import export_log, read_log
 from memoryd.cli.base import command_services, main, reported
+from memoryd.cli.operations import events_group
 
 
 @main.group()
@@ -51,3 +55,27 @@ def verify(since: Checkpoint | None, quiet: bool) -> None:
 def checkpoint() -> None:
     """Print the log's head as POSITION:HASH, to publish somewhere memoryd cannot write."""
     click.echo(str(command_services().store.chain_head()))
+
+
+@events_group.command("export")
+@click.argument("target", type=click.File("w", encoding="utf-8"), default="-")
+@reported
+def export(target: Any) -> None:
+    """Write the whole log as JSON Lines (standard output by default): a header with the head and the gaps,
+    then every event exactly as stored, hashes included. A serving memoryd may go on writing: the export
+    ends at the head it began with."""
+    count = export_log(command_services().store, target)
+    click.echo(f"exported {count} events", err=True)
+
+
+@events_group.command("import")
+@click.argument("source", type=click.File("r", encoding="utf-8"))
+@reported
+def import_(source: Any) -> None:
+    """Load an export into an empty database, checking its chain as it reads (nothing is kept unless all of
+    it verifies), then project it. Users, tokens and other reference data are not part of the log."""
+    services = command_services()
+    head, gaps, erased, events = read_log(source)
+    verdict = services.store.import_log(head, gaps, events, erased)
+    reached = services.projector.catch_up()
+    click.echo(f"imported {verdict.events} events, head {head}; projections at position {reached}")

@@ -25,7 +25,7 @@ from typing import NamedTuple, cast
 import numpy as np
 
 import projections.search.snapshot as snapshot
-from events.types import MEMORY_EVENTS, MemoryDeleted, MemoryEvent, RecordedEvent
+from events.types import MEMORY_EVENTS, MemoriesErased, MemoryDeleted, MemoryEvent, RecordedEvent
 from memoryd.domain import Memory
 from projections.filters import MemoryFilter
 from projections.search.gathered import Flat, Gathered
@@ -115,6 +115,9 @@ class SearchIndex(Merges):
                 return None
             event = recorded.to_domain() if recorded.event_type.startswith(MEMORY_EVENTS) else None
             indexed = None
+            if isinstance(event, MemoriesErased):  # gone; what they indexed lingers in the parts until a rebuild
+                for memory_id in event.memory_ids:
+                    self._remove(memory_id)
             if isinstance(event, MemoryEvent):
                 self._remove(event.memory.memory_id)
                 if not isinstance(event, MemoryDeleted):
@@ -130,6 +133,11 @@ class SearchIndex(Merges):
 
     def __len__(self) -> int:
         return len(self._slot_of)
+
+    def holding(self, memory_ids: Iterable[str]) -> list[str]:
+        """Those of ``memory_ids`` the index holds."""
+        with self._lock:
+            return [memory_id for memory_id in memory_ids if memory_id in self._slot_of]
 
     @property
     def tuning(self) -> Tuning:

@@ -25,7 +25,7 @@ from sqlalchemy import Connection, delete, func, insert, select
 
 from events.store import EventStore
 from events.streams import memory_versions
-from events.types import EventSuperseded, RecordedEvent
+from events.types import ErasedEvent, EventSuperseded, MemoriesErased, RecordedEvent
 from memoryd.domain import Memory, utc_timestamp
 from memoryd.schema import search_snapshots
 from projections.filters import MemoryFilter
@@ -50,7 +50,8 @@ class SearchService:
         self.fault: Fault | None = None  # where the live index stopped, if it did
         self._versions: OrderedDict[int, Memory] = OrderedDict()  # by log position, least recently used first
         self._versions_lock = threading.Lock()
-        self._supersedes = 0  # supersedes seen; a read that raced one is not kept
+        self._supersedes = 0  # supersedes and erasures seen; a read that raced one is not kept
+        self._erased = False  # the live index applied an erasure: its parts still hold the erased words
 
     def search(self, where: MemoryFilter, query: str, limit: int) -> list[Hit]:
         return self.catch_up().search(where, query, limit)
@@ -94,6 +95,8 @@ class SearchService:
             if self._index is None:
                 self._index = self.newest_snapshot() or SearchIndex(self.k1, self.b)
             fault = self._feed(self._index)
+            if self._erased:
+                self._after_erasure()
             if fault is not None and fault != self.fault:
                 log.error("%s", fault.describe())
             self.fault = fault
@@ -178,6 +181,29 @@ class SearchService:
         """The best matches as table rows, in rank order."""
         return memories_in_order(conn, [hit.memory_id for hit in self.search(where, query, limit)])
 
+    def drop_snapshots_before(self, position: int) -> int:
+        """Delete the stored snapshots taken before ``position`` (an erasure's: they hold what it erased)."""
+        with self.store.database.write() as conn:
+            return conn.execute(delete(search_snapshots).where(search_snapshots.c.position < position)).rowcount
+
+    def _after_erasure(self) -> None:
+        """(Following) Build the index again from the log, whose erased events now hold only stubs, so that no
+        part of it keeps an erased memory's words. (The erasure drops the snapshots taken before it.)"""
+        self._erased = False
+        fresh = SearchIndex(self.k1, self.b)
+        with fresh.bulk():
+            self._feed(fresh)
+        self._index = fresh
+        log.warning("the search index was built again from the log after an erasure (position %d)", fresh.position)
+
+    def _forget(self, positions: list[int], indexed: dict[int, Memory]) -> None:
+        """Positions whose events changed meaning (superseded, or erased): no version of theirs is kept."""
+        with self._versions_lock:
+            for position in positions:
+                indexed.pop(position, None)
+                self._versions.pop(position, None)
+            self._supersedes += 1
+
     def _feed(self, index: SearchIndex, progress: Progress | None = None) -> Fault | None:
         """Apply what the log holds past the index; the fault where it had to stop, if it did."""
         while True:
@@ -197,12 +223,11 @@ class SearchService:
         """
         indexed: dict[int, Memory] = {}
         for recorded in batch:
-            if recorded.event_type == EventSuperseded.event_type:
-                superseded = int(recorded.payload["position"])
-                indexed.pop(superseded, None)
-                with self._versions_lock:
-                    self._versions.pop(superseded, None)
-                    self._supersedes += 1
+            if recorded.event_type == EventSuperseded.event_type and ErasedEvent.of(recorded.payload) is None:
+                self._forget([int(recorded.payload["position"])], indexed)
+            elif recorded.event_type == MemoriesErased.event_type and index is self._index:
+                self._forget(MemoriesErased.from_payload(recorded.payload).positions, indexed)
+                self._erased = True
             try:
                 if (memory := index.apply(recorded)) is not None:
                     indexed[recorded.position] = memory

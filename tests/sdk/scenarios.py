@@ -32,7 +32,7 @@ def resolve(value: Any, names: dict[str, Any]) -> Any:
 def lookup(path: str, names: dict[str, Any]) -> Any:
     value: Any = names
     for part in path.split("."):
-        value = value[part]
+        value = value[int(part)] if isinstance(value, list) else value[part]  # a number indexes a list
     return value
 
 
@@ -86,7 +86,7 @@ def run(path: Path, clients: dict[str, Any], context: dict[str, Any]) -> list[st
         client = clients.get(step["client"]) or names.get(f"session:{step['client']}")
         try:
             result = getattr(client, step["call"])(**resolve(step.get("args", {}), names))
-            if step["call"] == "iter_audit":
+            if step["call"] in ("iter_audit", "iter_events"):
                 result = list(result)
         except MemorydAPIError as error:
             if error.status_code != step.get("error"):

@@ -81,7 +81,8 @@ def _seal_every_event() -> tuple[int, str]:
             if row.position != after + 1:
                 gaps.append({"first_position": after + 1, "last_position": row.position - 1})
             digest = _sha256(row.payload)
-            previous = _sha256([row.position, row.stream_id, row.stream_version, row.event_type, row.schema_version,
+            stream = hashlib.sha256(row.stream_id.encode("utf-8", "surrogatepass")).hexdigest()
+            previous = _sha256([row.position, stream, row.stream_version, row.event_type, row.schema_version,
                                 digest, row.metadata, row.recorded_at, previous])
             sealed.append({"at": row.position, "digest": digest, "chain": previous})
             after = row.position

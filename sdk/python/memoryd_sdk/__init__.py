@@ -28,7 +28,10 @@ from memoryd_sdk.errors import (
 from memoryd_sdk.models import (
     AdminMemoryInfo,
     AuditRecord,
+    ErasureCertificate,
+    ErasureCheck,
     ListMemoriesResponse,
+    LoggedEvent,
     MemoryInfo,
     Nudge,
     ProjectInfo,
@@ -44,9 +47,9 @@ from memoryd_sdk.models import (
 
 __all__ = [
     "APIConnectionError", "APITimeoutError", "AdminMemoryInfo", "AsyncMemorydConsole", "AsyncMemorydServer",
-    "AsyncSession", "AuditRecord", "AuthenticationError", "BadRequestError", "ConflictError", "ListMemoriesResponse",
-    "MemoryInfo", "MemorydAPIError", "MemorydConsole", "MemorydError", "MemorydServer", "NotCaughtUpError",
-    "NotFoundError", "Nudge", "PermissionDeniedError", "ProjectInfo", "RateLimitError", "Receipt", "ReceiptPage",
-    "RequestTooLargeError", "ServerError", "Session", "SessionInfo", "StatusResponse", "ToolResult", "TurnContext",
-    "TurnItem", "WorkstreamInfo",
+    "AsyncSession", "AuditRecord", "AuthenticationError", "BadRequestError", "ConflictError", "ErasureCertificate",
+    "ErasureCheck", "ListMemoriesResponse", "LoggedEvent", "MemoryInfo", "MemorydAPIError", "MemorydConsole",
+    "MemorydError", "MemorydServer", "NotCaughtUpError", "NotFoundError", "Nudge", "PermissionDeniedError",
+    "ProjectInfo", "RateLimitError", "Receipt", "ReceiptPage", "RequestTooLargeError", "ServerError", "Session",
+    "SessionInfo", "StatusResponse", "ToolResult", "TurnContext", "TurnItem", "WorkstreamInfo",
 ]

@@ -79,7 +79,7 @@ class AsyncMemorydServer(_Client):
 
 
 class AsyncMemorydConsole(_Client):
-    """The admin API: every scope, by memory id; projects, workstreams, sessions' receipts and the audit log."""
+    """The admin API: every scope, by memory id; projects, workstreams, sessions' receipts, the audit log and the log itself."""
 
     async def list_memories(self, *, mem_type: str = "", scope: str = "", scope_id: str = "",
                       limit: int = 100) -> models.ListMemoriesResponse:
@@ -103,6 +103,13 @@ class AsyncMemorydConsole(_Client):
         """Bring a version back (as its history lists it), as a new write audited like any save."""
         return await self._transport.send(calls.restore_memory(memory_id, version))
 
+    async def erase(self, *, reason: str, user_id: str | None = None, memory_id: str | None = None,
+              scope: str | None = None, scope_id: str | None = None) -> models.ErasureCertificate:
+        """Erase a user's memories, one memory, or a namespace's (``scope`` and ``scope_id``) from the log and
+        every read model; name exactly one. The certificate lists what was erased and each store read back."""
+        selector = {"user_id": user_id, "memory_id": memory_id, "scope": scope, "scope_id": scope_id}
+        return await self._transport.send(calls.erase(selector, reason))
+
     async def iter_audit(self, *, action: str = "", actor: str = "", memory_id: str = "", project_id: str = "",
                    after: int = 0, page: int = 100) -> AsyncIterator[models.AuditRecord]:
         """Every audit record after ``after``, oldest first, fetched ``page`` at a time."""
@@ -111,6 +118,17 @@ class AsyncMemorydConsole(_Client):
             for record in found.records:
                 yield record
             if len(found.records) < page:
+                return
+            after = found.next_after
+
+    async def iter_events(self, *, after: int = 0, page: int = 100) -> AsyncIterator[models.LoggedEvent]:
+        """The log itself after position ``after``, oldest first, fetched ``page`` at a time (a change feed:
+        resume from the last ``position`` seen)."""
+        while True:
+            found = await self._transport.send(calls.events(after, page))
+            for event in found.events:
+                yield event
+            if len(found.events) < page:
                 return
             after = found.next_after
 

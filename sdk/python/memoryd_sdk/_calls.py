@@ -126,10 +126,19 @@ def admin_delete_memory(memory_id: str) -> Call[models.StatusResponse]:
     return Call("DELETE", name_path("/v1/api/admin/memories", memory_id), models.StatusResponse)
 
 
+def erase(selector: dict[str, str | None], reason: str) -> Call[models.ErasureCertificate]:
+    body = {name: value for name, value in selector.items() if value is not None} | {"reason": reason}
+    return Call("POST", "/v1/api/admin/erasures", models.ErasureCertificate, json=body)
+
+
 def audit(after: int, limit: int, action: str, actor: str, memory_id: str, project_id: str) -> Call[models.AuditPage]:
     params = {"after": after, "limit": limit} | _given(action=action, actor=actor, memory_id=memory_id,
                                                         project_id=project_id)
     return Call("GET", "/v1/api/admin/audit", models.AuditPage, params)
+
+
+def events(after: int, limit: int) -> Call[models.EventPage]:
+    return Call("GET", "/v1/api/admin/events", models.EventPage, {"after": after, "limit": limit})
 
 
 def create_project(name: str, owner: str) -> Call[models.ProjectInfo]:

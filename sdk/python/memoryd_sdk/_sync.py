@@ -78,7 +78,7 @@ class MemorydServer(_Client):
 
 
 class MemorydConsole(_Client):
-    """The admin API: every scope, by memory id; projects, workstreams, sessions' receipts and the audit log."""
+    """The admin API: every scope, by memory id; projects, workstreams, sessions' receipts, the audit log and the log itself."""
 
     def list_memories(self, *, mem_type: str = "", scope: str = "", scope_id: str = "",
                       limit: int = 100) -> models.ListMemoriesResponse:
@@ -102,6 +102,13 @@ class MemorydConsole(_Client):
         """Bring a version back (as its history lists it), as a new write audited like any save."""
         return self._transport.send(calls.restore_memory(memory_id, version))
 
+    def erase(self, *, reason: str, user_id: str | None = None, memory_id: str | None = None,
+              scope: str | None = None, scope_id: str | None = None) -> models.ErasureCertificate:
+        """Erase a user's memories, one memory, or a namespace's (``scope`` and ``scope_id``) from the log and
+        every read model; name exactly one. The certificate lists what was erased and each store read back."""
+        selector = {"user_id": user_id, "memory_id": memory_id, "scope": scope, "scope_id": scope_id}
+        return self._transport.send(calls.erase(selector, reason))
+
     def iter_audit(self, *, action: str = "", actor: str = "", memory_id: str = "", project_id: str = "",
                    after: int = 0, page: int = 100) -> Iterator[models.AuditRecord]:
         """Every audit record after ``after``, oldest first, fetched ``page`` at a time."""
@@ -109,6 +116,16 @@ class MemorydConsole(_Client):
             found = self._transport.send(calls.audit(after, page, action, actor, memory_id, project_id))
             yield from found.records
             if len(found.records) < page:
+                return
+            after = found.next_after
+
+    def iter_events(self, *, after: int = 0, page: int = 100) -> Iterator[models.LoggedEvent]:
+        """The log itself after position ``after``, oldest first, fetched ``page`` at a time (a change feed:
+        resume from the last ``position`` seen)."""
+        while True:
+            found = self._transport.send(calls.events(after, page))
+            yield from found.events
+            if len(found.events) < page:
                 return
             after = found.next_after
 

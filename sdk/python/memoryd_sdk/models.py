@@ -188,6 +188,51 @@ class AuditPage(Model):
     next_after: int
 
 
+class LoggedEvent(Model):
+    """One event exactly as the log stores it: its position, its stream, its payload, who wrote it, its hashes."""
+
+    position: int
+    stream_id: str
+    stream_version: int
+    event_type: str
+    schema_version: int
+    payload: dict[str, Any]
+    metadata: dict[str, Any] = {}
+    recorded_at: str = ""
+    payload_sha256: str = ""
+    hash: str = ""
+
+
+class EventPage(Model):
+    events: list[LoggedEvent]
+    next_after: int
+    head: int = 0
+
+
+class ErasureCheck(Model):
+    """One store, read back after an erasure: ``free`` when nothing of the erased memories was found there."""
+
+    store: str
+    free: bool
+    detail: str = ""
+
+
+class ErasureCertificate(Model):
+    """What an erasure took (memories, the log positions it redacted) and what each store held afterwards."""
+
+    position: int  # the memory.erase event's
+    erased_at: str = ""
+    erased_by: str = ""
+    selector: dict[str, Any] = {}
+    reason: str = ""
+    memories: list[str] = []
+    positions: list[int] = []
+    idempotency_keys_forgotten: int = 0
+    snapshots_dropped: int = 0
+    checks: list[ErasureCheck] = []
+    free: bool = False
+
+
 class MemoryVersion(Model):
     """One write of a memory: its version after it, where and when, who, and the memory it left."""
 

@@ -26,10 +26,16 @@ const CALLS = {
                                                         : c.deleteMemory(a.name, { scope: a.scope, scope_id: a.scope_id })),
   memory_history: (c, a) => c.memoryHistory(a.memory_id),
   restore_memory: (c, a) => c.restoreMemory(a.memory_id, a.version),
+  erase: (c, a) => c.erase(a),
   iter_audit: async (c, a) => {
     const records = [];
     for await (const record of c.iterAudit(a)) records.push(record);
     return records;
+  },
+  iter_events: async (c, a) => {
+    const events = [];
+    for await (const event of c.iterEvents({ after: a.after, page: a.page })) events.push(event);
+    return events;
   },
   create_project: (c, a) => c.createProject({ name: a.name, owner: a.owner }),
   get_project: (c, a) => c.getProject(a.project_id),

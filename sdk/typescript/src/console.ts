@@ -1,11 +1,11 @@
-/** The admin API: every scope, by memory id; projects, workstreams, sessions' receipts and the audit log. */
+/** The admin API: every scope, by memory id; projects, workstreams, sessions' receipts, the audit log and the log itself. */
 
 import { Client } from "./client.js";
 import { given, namePath } from "./transport.js";
 import type { ListOptions } from "./server.js";
 import type {
-  AuditPage, AuditRecord, ListMemoriesResponse, MemoryHistory, MemoryInfo, ProjectInfo, ReceiptPage, StatusResponse,
-  WorkstreamInfo,
+  AuditPage, AuditRecord, ErasureCertificate, EventPage, ListMemoriesResponse, LoggedEvent, MemoryHistory, MemoryInfo,
+  ProjectInfo, ReceiptPage, StatusResponse, WorkstreamInfo,
 } from "./types.js";
 
 const ADMIN = "/v1/api/admin";
@@ -22,6 +22,23 @@ export interface AuditOptions {
   after?: number;
   /** Records fetched per request (default 100). */
   page?: number;
+}
+
+export interface EventsOptions {
+  /** The log position to read after (default 0: from the start). */
+  after?: number;
+  /** Events fetched per request (default 100). */
+  page?: number;
+}
+
+export interface EraseOptions {
+  /** Why (a request's reference, say): it stays in the log. */
+  reason: string;
+  /** Name exactly one: a user (every memory of theirs), a memory, or a namespace (`scope` and `scope_id`). */
+  user_id?: string;
+  memory_id?: string;
+  scope?: string;
+  scope_id?: string;
 }
 
 export interface CreateWorkstreamRequest {
@@ -68,6 +85,18 @@ export class MemorydConsole extends Client {
     });
   }
 
+  /**
+   * Erase a user's memories, one memory, or a namespace's from the log and every read model; the certificate lists
+   * what was erased and each store read back.
+   */
+  erase(options: EraseOptions): Promise<ErasureCertificate> {
+    return this.transport.send({
+      method: "POST", path: `${ADMIN}/erasures`, // the options left out are undefined: JSON leaves them out too
+      body: { user_id: options.user_id, memory_id: options.memory_id, scope: options.scope,
+              scope_id: options.scope_id, reason: options.reason },
+    });
+  }
+
   /** Every write of one memory, oldest first, from the log (deleted memories too). */
   memoryHistory(memoryId: string): Promise<MemoryHistory> {
     return this.transport.send({ method: "GET", path: `${namePath(`${ADMIN}/memories`, memoryId)}/history`, read: true });
@@ -85,6 +114,23 @@ export class MemorydConsole extends Client {
       });
       yield* found.records;
       if (found.records.length < page) return;
+      after = found.next_after;
+    }
+  }
+
+  /**
+   * The log itself after position `after`, oldest first, fetched `page` at a time (a change feed: resume from
+   * the last `position` seen).
+   */
+  async *iterEvents(options: EventsOptions = {}): AsyncGenerator<LoggedEvent> {
+    const page = options.page ?? 100;
+    let after = options.after ?? 0;
+    for (;;) {
+      const found = await this.transport.send<EventPage>({
+        method: "GET", path: `${ADMIN}/events`, query: { after, limit: page },
+      });
+      yield* found.events;
+      if (found.events.length < page) return;
       after = found.next_after;
     }
   }

@@ -4,7 +4,9 @@
  */
 
 export { MemorydConsole } from "./console.js";
-export type { AdminSearchOptions, AuditOptions, CreateWorkstreamRequest, WorkstreamChange } from "./console.js";
+export type {
+  AdminSearchOptions, AuditOptions, CreateWorkstreamRequest, EraseOptions, EventsOptions, WorkstreamChange,
+} from "./console.js";
 export type { OpenSessionRequest } from "./client.js";
 export { MemorydAPIError, MemorydConnectionError } from "./errors.js";
 export { MemorydServer, normalizeMemoryDescription } from "./server.js";

@@ -162,6 +162,55 @@ export interface AuditPage {
   next_after: number;
 }
 
+/** One event exactly as the log stores it: its position, its stream, its payload, who wrote it, its hashes. */
+export interface LoggedEvent {
+  position: number;
+  stream_id: string;
+  stream_version: number;
+  event_type: string;
+  schema_version: number;
+  payload: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+  recorded_at: string;
+  payload_sha256: string;
+  hash: string;
+}
+
+export interface EventPage {
+  events: LoggedEvent[];
+  next_after: number;
+  /** The log's head when the page was read. */
+  head: number;
+}
+
+/** One store, read back after an erasure: `free` when nothing of the erased memories was found there. */
+export interface ErasureCheck {
+  store: string;
+  free: boolean;
+  detail: string;
+}
+
+/** What an erasure took (memories, the log positions it redacted) and what each store held afterwards. */
+export interface ErasureCertificate {
+  /** The memory.erase event's position in the log. */
+  position: number;
+  erased_at: string;
+  /** The acting user's id. */
+  erased_by: string;
+  /** What was asked for: user_id, memory_id or scope + scope_id. */
+  selector: Record<string, string>;
+  reason: string;
+  /** The erased memories' ids. */
+  memories: string[];
+  /** The log events whose payloads were redacted. */
+  positions: number[];
+  idempotency_keys_forgotten: number;
+  snapshots_dropped: number;
+  checks: ErasureCheck[];
+  /** Every check found nothing of the erased memories. */
+  free: boolean;
+}
+
 /** One write of a memory: its version after it, where and when, who, and the memory it left. */
 export interface MemoryVersion {
   version: number;

@@ -1,0 +1,74 @@
+"""Erasing memories on request (a person's right to erasure): the one command that changes the log.
+
+In one transaction: the memories the selector names are found in the log, one ``memory.erase`` event
+records who erased which memories and positions (and why; never what they said), every event of those
+memories has its payload replaced by a content-free stub and its stream id (which holds the memory's
+name) by a digest, and the idempotency answers that could give them back are forgotten. The chain
+commits to those digests, which stay, so it still verifies; projections take the memories out when
+they apply the erase event.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from commands.handlers import Claim, Dependencies
+from events.erasure import PERSONAL_SCOPES, events_of, memories_selected
+from events.idempotency import IdempotencyKeys
+from events.types import EventMetadata, MemoriesErased
+from memoryd.domain import SCOPES
+from memoryd.errors import NotFound, ValidationError
+from memoryd.text import checked_text
+
+SELECTORS = ({"user_id"}, {"memory_id"}, {"scope", "scope_id"})
+
+
+@dataclass(frozen=True)
+class EraseMemories:
+    selector: dict[str, str]  # one of SELECTORS' shapes
+    reason: str
+
+
+@dataclass(frozen=True)
+class ErasureOutcome:
+    erasure: MemoriesErased
+    position: int
+    idempotency_keys_forgotten: int
+
+
+def erase_memories(command: EraseMemories, metadata: EventMetadata, deps: Dependencies, claim: Claim = None
+                   ) -> ErasureOutcome:
+    selector, reason = _checked(command)
+    with deps.store.database.write() as conn:  # the command's own transaction: found, recorded, redacted together
+        deps.store.hold_appends(conn)  # no write to these memories can land between finding and redacting them
+        memory_ids = memories_selected(conn, selector)
+        if not memory_ids:
+            raise NotFound("nothing to erase: no memory in the log matches (an erased memory is found no more)")
+        targets = events_of(conn, memory_ids)
+        erasure = MemoriesErased(memory_ids, sorted(targets), selector, reason)
+        position = deps.store.append(f"erasure:{uuid.uuid4()}", 0, [erasure], metadata, claim)
+        deps.store.redact(conn, position, targets)
+        forgotten = IdempotencyKeys.forget(conn, sorted(targets), memory_ids)
+    return ErasureOutcome(erasure, position, forgotten)
+
+
+def _checked(command: EraseMemories) -> tuple[dict[str, str], str]:
+    selector = {key: checked_text(value, key).strip() if isinstance(value, str) else value
+                for key, value in command.selector.items()}
+    if set(selector) not in SELECTORS or not all(isinstance(value, str) for value in selector.values()):
+        raise ValidationError("name what to erase: a user_id, a memory_id, or a scope with its scope_id")
+    if any(not value for key, value in selector.items() if key != "scope_id"):
+        raise ValidationError(f"{next(key for key, value in selector.items() if not value)} must not be empty")
+    if "scope" in selector:
+        if selector["scope"] not in SCOPES:
+            raise ValidationError(f"scope must be one of {', '.join(SCOPES)}")
+        if (selector["scope"] == "global") != (selector["scope_id"] == ""):
+            raise ValidationError("scope_id is empty for the global scope and required for every other scope")
+    reason = checked_text(command.reason, "reason").strip()
+    if not reason:
+        raise ValidationError("a reason is required (a request's reference, say): it stays in the log")
+    return selector, reason
+
+
+__all__ = ["PERSONAL_SCOPES", "EraseMemories", "ErasureOutcome", "erase_memories"]

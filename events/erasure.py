@@ -1,0 +1,72 @@
+"""What an erasure takes out of the log: the events of the memories it names, found by reading the log.
+
+A memory's events are all of its versions (whoever wrote them), plus any event that superseded one of
+them (a supersede's replacement carries the memory too). Memories already erased are found no more:
+their payloads hold only stubs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, and_, or_, select
+
+from events.types import MEMORY_DELETED, MEMORY_SAVED, MEMORY_UPDATED, EventSuperseded, MemoriesErased
+from memoryd.schema import events
+
+AT_ONCE = 500  # ids or positions per statement: databases cap bound parameters
+PERSONAL_SCOPES = ("user", "coordinator")  # a user's own scopes, keyed by the user's id
+
+_MEMORY = events.c.payload[("memory", "memory_id")].as_string()
+_SCOPE = events.c.payload[("memory", "scope")].as_string()
+_SCOPE_ID = events.c.payload[("memory", "scope_id")].as_string()
+_WRITES = events.c.event_type.in_([MEMORY_SAVED, MEMORY_UPDATED, MEMORY_DELETED])
+
+
+def memories_selected(conn: Connection, selector: dict[str, str]) -> list[str]:
+    """The ids of the memories ``selector`` names, from the log (deleted ones included), sorted:
+
+    * ``user_id``: every memory in the user's ``user`` and ``coordinator`` scopes, and every memory one of
+      whose events the user authored, in any scope;
+    * ``memory_id``: that memory;
+    * ``scope`` and ``scope_id``: every memory of that namespace.
+    """
+    if "user_id" in selector:
+        user = selector["user_id"]
+        where: Any = or_(and_(_SCOPE.in_(PERSONAL_SCOPES), _SCOPE_ID == user),
+                         events.c.meta["actor_user_id"].as_string() == user)
+    elif "memory_id" in selector:
+        where = _MEMORY == selector["memory_id"]
+    else:
+        where = and_(_SCOPE == selector["scope"], _SCOPE_ID == selector["scope_id"])
+    found = conn.execute(select(_MEMORY).where(_WRITES, where).distinct()).scalars()
+    return sorted(memory_id for memory_id in found if memory_id)
+
+
+def events_of(conn: Connection, memory_ids: Sequence[str]) -> dict[int, str]:
+    """Every event to redact for these memories: position -> memory id (supersedes of their events too)."""
+    found: dict[int, str] = {}
+    for chunk in _chunks(memory_ids):
+        query = select(events.c.position, _MEMORY).where(_WRITES, _MEMORY.in_(chunk))
+        found.update({int(position): memory_id for position, memory_id in conn.execute(query)})
+    superseded = events.c.payload["position"].as_integer()
+    for chunk in _chunks(sorted(found)):
+        query = select(events.c.position, superseded).where(
+            events.c.event_type == EventSuperseded.event_type, superseded.in_(chunk))
+        found.update({int(position): found[int(target)] for position, target in conn.execute(query)})
+    return found
+
+
+def erased_positions(conn: Connection) -> dict[int, int]:
+    """Every position an erasure redacted -> that erasure's position (what the chain verifier accepts)."""
+    found: dict[int, int] = {}
+    for position, payload in conn.execute(select(events.c.position, events.c.payload)
+                                          .where(events.c.event_type == MemoriesErased.event_type)):
+        found.update(dict.fromkeys((int(redacted) for redacted in payload.get("positions", ())), int(position)))
+    return found
+
+
+def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    for first in range(0, len(items), AT_ONCE):
+        yield items[first:first + AT_ONCE]

@@ -1,0 +1,194 @@
+"""Erasure with a certificate: after ``POST /v1/api/admin/erasures`` the erased memories' names, descriptions
+and contents are in nothing memoryd stores (the database files' bytes included, once compacted), no read
+returns them, and the chain and every read model still verify; on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import select
+
+from memoryd.app.services import Services
+from memoryd.cli import main
+from memoryd.schema import search_snapshots
+from tests.conftest import Caller, MakeCaller
+
+ERASURES = "/v1/api/admin/erasures"
+SECRETS = ("zanzibarquux", "marmalade_vortex", "obsidianfjord")  # in a name, a description, a content
+
+
+def _cli(services: Services, *args: str) -> Any:
+    url = services.database.url.render_as_string(hide_password=False)
+    return CliRunner().invoke(main, list(args), env={"MEMORYD_DATABASE_URL": url})
+
+
+@pytest.fixture
+def erasable(any_make_caller: MakeCaller, any_services: Services) -> tuple[Caller, Caller, Caller, list[str]]:
+    """alice's memories (her user scope, one global she wrote, one she deleted), bob's, and a snapshot."""
+    admin = any_make_caller("read,write", ("admin.memories",))
+    alice, bob = any_make_caller(), any_make_caller()
+    ids = []
+    for version in ("first", "second"):
+        saved = alice.save("marmalade_vortex", f"{version} obsidianfjord", "zanzibarquux plans", scope="user")
+        assert saved.status_code in (200, 201), saved.get_json()
+    ids.append(saved.get_json()["memory_id"])
+    shared = alice.post("/v1/api/memories", json={"name": "team_note", "content": "obsidianfjord in global",
+                                                  "description": "d"}, headers={"Idempotency-Key": "k-1"})
+    ids.append(shared.get_json()["memory_id"])
+    gone = alice.save("old_thought", "obsidianfjord once", "zanzibarquux", scope="user")
+    ids.append(gone.get_json()["memory_id"])
+    assert alice.delete("/v1/api/memories/old_thought?scope=user").status_code == 200
+    assert bob.save("bobs_note", "bob keeps this", "bob's").status_code == 201
+    any_services.search.save_snapshot()
+    return admin, alice, bob, ids
+
+
+def test_erasing_a_user_takes_every_memory_of_theirs_and_certifies_each_store(erasable, any_services):
+    admin, alice, _, ids = erasable
+    answer = admin.post(ERASURES, json={"user_id": alice.user_id, "reason": "GDPR request 42"})
+    assert answer.status_code == 201, answer.get_json()
+    certificate = answer.get_json()
+    assert certificate["free"] is True
+    assert sorted(certificate["memories"]) == sorted(ids)
+    assert certificate["selector"] == {"user_id": alice.user_id} and certificate["reason"] == "GDPR request 42"
+    assert certificate["erased_by"] == admin.user_id
+    assert certificate["positions"] == [1, 2, 3, 4, 5]  # a save and its update, a save, a save and its delete
+    assert {check["store"] for check in certificate["checks"]} == {
+        "log", "structured_memories", "search index", "search snapshots", "idempotency answers"}
+    assert all(check["free"] for check in certificate["checks"])
+    assert certificate["snapshots_dropped"] == 1 and certificate["idempotency_keys_forgotten"] >= 1
+    with any_services.database.read() as conn:
+        assert conn.execute(select(search_snapshots)).all() == []
+
+
+def test_after_an_erasure_no_read_returns_it_and_the_rest_stays(erasable):
+    admin, alice, bob, ids = erasable
+    admin.post(ERASURES, json={"user_id": alice.user_id, "reason": "request"})
+    for secret in SECRETS:
+        assert admin.get(f"/v1/api/admin/memories/search?q={secret}").get_json()["memories"] == []
+        assert alice.post("/v1/api/memories/search", json={"query": secret}).get_json()["memories"] == []
+    listed = admin.get("/v1/api/admin/memories").get_json()
+    assert [memory["name"] for memory in listed["memories"]] == ["bobs_note"] and listed["total"] == 1
+    for memory_id in ids:
+        assert admin.get(f"/v1/api/admin/memories/{memory_id}").status_code == 404
+        history = admin.get(f"/v1/api/admin/memories/{memory_id}/history")
+        assert history.status_code == 404 or not any(secret in history.get_data(as_text=True) for secret in SECRETS)
+    audit = admin.get("/v1/api/admin/audit?limit=1000").get_data(as_text=True)
+    events = admin.get("/v1/api/admin/events?limit=1000").get_data(as_text=True)
+    assert not any(secret in text for secret in SECRETS for text in (audit, events))
+    assert "memory.erase" in events
+    assert bob.get("/v1/api/memories/bobs_note").status_code == 200
+    again = alice.save("marmalade_vortex", "a new beginning", "fresh", scope="user")  # the name is free again
+    assert again.status_code == 201 and again.get_json()["memory_id"] not in ids
+
+
+def test_the_chain_and_every_read_model_still_verify(erasable, any_services, tmp_path: Path):
+    admin, alice, _, _ = erasable
+    admin.post(ERASURES, json={"user_id": alice.user_id, "reason": "request"})
+    any_services.search.save_snapshot()
+    assert _cli(any_services, "audit", "verify").exit_code == 0
+    verified = _cli(any_services, "projections", "verify")
+    assert verified.exit_code == 0, verified.output
+    exported = tmp_path / "log.jsonl"
+    assert _cli(any_services, "events", "export", str(exported)).exit_code == 0
+    assert not any(secret in exported.read_text() for secret in SECRETS)
+
+
+def test_a_forged_stub_without_an_erasure_fails_the_chain(erasable, any_services):
+    from sqlalchemy import update
+
+    from events.types import ErasedEvent
+    from memoryd.schema import events
+
+    with any_services.database.write() as conn:  # content removed behind the log's back, dressed as an erasure
+        conn.execute(update(events).where(events.c.position == 1).values(payload=ErasedEvent.stub(99, "x")))
+    result = _cli(any_services, "audit", "verify")
+    assert result.exit_code == 1 and "at position 1: the payload does not match its digest" in result.output
+
+
+def test_nothing_of_it_is_left_in_the_database_s_bytes(erasable, any_services, tmp_path: Path):
+    admin, alice, _, _ = erasable
+    admin.post(ERASURES, json={"user_id": alice.user_id, "reason": "request"})
+    database = any_services.database
+    if database.dialect == "sqlite":
+        raw = database.engine.raw_connection()  # VACUUM runs outside a transaction
+        try:
+            raw.cursor().execute("VACUUM")
+            raw.cursor().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            raw.close()
+        path = Path(str(database.url.database))
+        stored = b"".join(file.read_bytes() for file in path.parent.glob(path.name + "*"))
+    else:
+        with database.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            schema = conn.exec_driver_sql("SELECT current_schema()").scalar_one()
+            for table in ("events", "structured_memories", "memory_counts", "idempotency_keys", "search_snapshots"):
+                conn.exec_driver_sql(f"VACUUM FULL {table}")
+        dump = subprocess.run(["pg_dump", "-h", "127.0.0.1", "-U", "postgres", "-n", schema, "test"],
+                              capture_output=True, check=True)
+        stored = dump.stdout
+        assert b"bob keeps this" in stored  # the dump holds the schema's data
+    assert not any(secret.encode() in stored for secret in SECRETS)
+
+
+@pytest.mark.parametrize(("body", "status", "message"), [
+    ({"reason": "r"}, 400, "name what to erase"),
+    ({"user_id": "u", "memory_id": "m", "reason": "r"}, 400, "name what to erase"),
+    ({"scope": "user", "reason": "r"}, 400, "name what to erase"),
+    ({"scope": "galaxy", "scope_id": "x", "reason": "r"}, 400, "scope must be one of"),
+    ({"scope": "global", "scope_id": "x", "reason": "r"}, 400, "scope_id is empty for the global scope"),
+    ({"user_id": "u"}, 400, "reason is required"),
+    ({"user_id": "  ", "reason": "r"}, 400, "user_id must not be empty"),
+    ({"memory_id": "no-such-memory", "reason": "r"}, 404, "nothing to erase"),
+])
+def test_a_bad_or_empty_erasure_request_erases_nothing(erasable, any_services, body, status, message):
+    admin = erasable[0]
+    head = any_services.store.head_position()
+    answer = admin.post(ERASURES, json=body)
+    assert answer.status_code == status and message in answer.get_json()["error"], answer.get_json()
+    assert any_services.store.head_position() == head
+
+
+def test_one_memory_or_one_namespace_can_be_erased_alone(erasable, any_services):
+    admin, alice, bob, ids = erasable
+    one = admin.post(ERASURES, json={"memory_id": ids[1], "reason": "just that note"}).get_json()
+    assert one["memories"] == [ids[1]] and one["free"]
+    space = admin.post(ERASURES, json={"scope": "user", "scope_id": alice.user_id, "reason": "her scope"}).get_json()
+    assert sorted(space["memories"]) == sorted([ids[0], ids[2]]) and space["free"]
+    assert bob.get("/v1/api/memories/bobs_note").status_code == 200
+    assert _cli(any_services, "audit", "verify").exit_code == 0
+
+
+def test_only_admins_erase(erasable):
+    _, alice, _, _ = erasable
+    assert alice.post(ERASURES, json={"user_id": alice.user_id, "reason": "me"}).status_code == 403
+
+
+def test_a_write_racing_the_erasure_is_either_erased_or_after_it(erasable, any_services):
+    import threading
+
+    admin, alice, _, _ = erasable
+    stop, written = threading.Event(), []
+
+    def write() -> None:
+        while not stop.is_set():
+            answer = alice.save("race_note", f"racingsecret {len(written)}", "d", scope="user")
+            written.append(answer.status_code)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        while len(written) < 3:
+            threading.Event().wait(0.005)
+        certificate = admin.post(ERASURES, json={"user_id": alice.user_id, "reason": "race"}).get_json()
+    finally:
+        stop.set()
+        writer.join()
+    assert certificate["free"]
+    before = [event for event in any_services.store.iter_all() if event.position < certificate["position"]]
+    assert not any("racingsecret" in str(event.payload) for event in before)
+    assert _cli(any_services, "audit", "verify").exit_code == 0
