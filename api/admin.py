@@ -7,6 +7,7 @@ clamped rather than rejected, and list ``total`` counts every match.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from typing import Any
 
 from flask import Blueprint, Response, request
@@ -19,6 +20,7 @@ from api.responses import deleted_by_id, memory_list, outcome_at, respond, writt
 from api.schemas import (
     AdminListQuery,
     AdminSearchQuery,
+    AsOfQuery,
     AuditPageSchema,
     AuditQuery,
     ErasureCertificateSchema,
@@ -36,6 +38,7 @@ from commands.restore import RestoreMemory
 from events.audit import AuditQuery as AuditFilter
 from events.audit import list_audit, memory_history
 from memoryd.errors import NotFound, ValidationError
+from projections.as_of import list_as_of, memory_as_of, search_as_of
 from projections.filters import MemoryFilter, ScopePattern
 from projections.queries import count_memories, get_memory, list_memories
 
@@ -51,6 +54,10 @@ SEARCH_LIMIT = (1, 50)
 def list_() -> tuple[Response, int]:
     args = load(AdminListQuery(), request.args)
     where = _filter(args)
+    if (position := _as_of(args)) is not None:
+        found = list_as_of(services().store, where, position)
+        return _at(memory_list([historic.row() for historic in found[:_clamp(args["limit"], LIST_LIMIT)]],
+                               total=len(found)), position)
     with services().database.read() as conn:
         rows = list_memories(conn, where, _clamp(args["limit"], LIST_LIMIT))
         return memory_list(rows, total=count_memories(conn, where))
@@ -61,14 +68,25 @@ def list_() -> tuple[Response, int]:
 @after_position
 def search() -> tuple[Response, int]:
     args = load(AdminSearchQuery(), request.args)
+    limit = _clamp(args["limit"], SEARCH_LIMIT)
+    if (position := _as_of(args)) is not None:
+        search = services().search
+        found = search_as_of(services().store, _filter(args), args["q"], limit, position, search.k1, search.b)
+        return _at(memory_list([historic.row() for historic in found]), position)
     with services().database.read() as conn:
-        return memory_list(services().search.memories(conn, _filter(args), args["q"], _clamp(args["limit"], SEARCH_LIMIT)))
+        return memory_list(services().search.memories(conn, _filter(args), args["q"], limit))
 
 
 @blueprint.get("/memories/<memory_id>")
 @authorized("read", admin=True)
 @after_position
 def get(memory_id: str) -> tuple[Response, int]:
+    if (position := _as_of(load(AsOfQuery(), request.args))) is not None:
+        stream_id = stream_of(memory_id, services().bus.deps)
+        found = memory_as_of(services().store, stream_id, memory_id, position) if stream_id else None
+        if found is None:
+            raise NotFound(f"Memory not found at position {position}")
+        return _at(tagged(respond(MemorySchema(), found.row()), found.version), position)
     with services().database.read() as conn:
         row = get_memory(conn, memory_id)
     if row is None:
@@ -138,6 +156,30 @@ def events() -> tuple[Response, int]:
     next_after = page[-1].position if page else args["after"]
     return respond(EventPageSchema(), {"events": [dataclasses.asdict(event) for event in page],
                                        "next_after": next_after, "head": max(head, next_after)})
+
+
+def _as_of(args: dict[str, Any]) -> int | None:
+    """The log position ``as_of`` names (a position, or a time: the last position recorded by then); None
+    without one."""
+    text = args["as_of"].strip()
+    if not text:
+        return None
+    head = services().store.head_position()
+    if text.isdigit():
+        position = int(text)
+        if position > head:
+            raise ValidationError(f"as_of {position} is beyond the head of the log ({head})")
+        return position
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise ValidationError("as_of must be a log position or an ISO 8601 time, like 2026-12-01T10:00:00Z") from None
+    return services().store.position_at(moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC))
+
+
+def _at(response: tuple[Response, int], position: int) -> tuple[Response, int]:
+    response[0].headers["X-As-Of-Position"] = str(position)
+    return response
 
 
 def _filter(args: dict[str, Any]) -> MemoryFilter:

@@ -92,7 +92,8 @@ def build_openapi() -> dict[str, Any]:
                           waits=True),
     })
     spec.path("/v1/api/admin/memories/{memory_id}", operations={
-        "get": _operation("Get one memory by id", schemas.MemorySchema, path=("memory_id",), waits=True),
+        "get": _operation("Get one memory by id (with as_of: as it was then)", schemas.MemorySchema,
+                          query=schemas.AsOfQuery, path=("memory_id",), waits=True),
         "delete": _operation("Delete one memory by id", schemas.StatusSchema, path=("memory_id",), idempotent=True,
                              conditional=True),
     })

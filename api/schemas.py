@@ -133,11 +133,22 @@ class NamedMemoryQuery(RequestSchema):
     scope_id = _text("scope_id", load_default="")
 
 
+def _as_of() -> fields.String:
+    return _text("as_of", load_default="", metadata={
+        "description": "answer as at this log position, or this time (ISO 8601, e.g. 2026-12-01T10:00:00Z): "
+                       "built from the log; read counts are as each write left them"})
+
+
+class AsOfQuery(RequestSchema):
+    as_of = _as_of()
+
+
 class AdminListQuery(RequestSchema):
     type = TypeFilter(strict=False)
     scope = _text("scope", load_default="")
     scope_id = _text("scope_id", load_default="")
     limit = _limit(100)
+    as_of = _as_of()
 
 
 class AdminSearchQuery(AdminListQuery):

@@ -299,6 +299,13 @@ class EventStore:
                                 "erased_stream": erased_stream_id(streams[position], erased_by)}
                                for position, memory_id in memory_of.items()])
 
+    def position_at(self, moment: dt.datetime) -> int:
+        """The last position recorded at or before ``moment`` (aware); 0 before the first event."""
+        recorded_at = moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # ``_now``'s form: ordered as text
+        with self.database.read() as conn:
+            return int(conn.execute(select(func.coalesce(func.max(events.c.position), 0))
+                                    .where(events.c.recorded_at <= recorded_at)).scalar_one())
+
     def head_position(self) -> int:
         with self.database.read() as conn:
             return int(conn.execute(select(func.coalesce(func.max(events.c.position), 0))).scalar_one())

@@ -48,6 +48,9 @@ events = Table(
     Column("payload_sha256", String(64), nullable=False),  # events/chain.py: the chain commits to this digest
     Column("hash", String(64), nullable=False),  # the chain's hash at this position
     UniqueConstraint("stream_id", "stream_version", name="uq_events_stream_version"),
+    Index("ix_events_recorded_at", "recorded_at"),  # as_of a time: the position it names
+    # PostgreSQL also has ix_events_stream_code_points (stream_id COLLATE "C", stream_version), made by
+    # migration 0011: a namespace's streams as one range (projections/as_of.py)
     sqlite_autoincrement=True,
 )
 

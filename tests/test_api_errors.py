@@ -309,9 +309,10 @@ def test_the_openapi_request_schemas_name_every_field(openapi):
     [
         (MEMORIES, "get", {"type", "scope", "scope_id", "limit"}, set()),
         (f"{MEMORIES}/{{name}}", "delete", {"name", "scope", "scope_id"}, {"name"}),
-        (ADMIN, "get", {"type", "scope", "scope_id", "limit"}, set()),
-        (f"{ADMIN}/search", "get", {"q", "type", "scope", "scope_id", "limit"}, {"q"}),
-        (f"{ADMIN}/{{memory_id}}", "get", {"memory_id"}, {"memory_id"}),
+        (ADMIN, "get", {"type", "scope", "scope_id", "limit", "as_of"}, set()),
+        (f"{ADMIN}/search", "get", {"q", "type", "scope", "scope_id", "limit", "as_of"}, {"q"}),
+        (f"{ADMIN}/{{memory_id}}", "get", {"memory_id", "as_of"}, {"memory_id"}),
+        ("/v1/api/admin/events", "get", {"after", "limit"}, set()),
         (f"{ADMIN}/{{memory_id}}", "delete", {"memory_id"}, {"memory_id"}),
         (AUDIT, "get", {"action", "actor", "memory_id", "project_id", "after", "limit"}, set()),
     ],

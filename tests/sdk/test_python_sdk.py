@@ -50,6 +50,12 @@ REFERENCE = {
     ("console", "get_memory"): [("memory_id", POS, EMPTY)],
     ("console", "delete_memory"): [("memory_id", POS, EMPTY)],
 }
+# What memoryd adds to them, after the reference's own and keyword-only, so reference calls run unchanged
+EXTENSIONS = {
+    ("console", "list_memories"): [("as_of", KW, None)],
+    ("console", "search_memories"): [("as_of", KW, None)],
+    ("console", "get_memory"): [("as_of", KW, None)],
+}
 CONSTRUCTOR = [("base_url", POS, "http://localhost:8080"), ("token", POS, ""), ("timeout", POS, 30.0),
                ("httpx_client", POS, None), ("ca_cert", POS, None), ("client_cert", POS, None),
                ("client_key", POS, None), ("token_factory", POS, None)]
@@ -63,7 +69,8 @@ def parameters(function: Any) -> list[tuple[str, Any, Any]]:
 def test_the_memory_methods_keep_the_reference_signatures_sync_and_async(family, method):
     classes = (MemorydServer, AsyncMemorydServer) if family == "server" else (MemorydConsole, AsyncMemorydConsole)
     for cls in classes:
-        assert parameters(getattr(cls, method)) == REFERENCE[(family, method)], (cls.__name__, method)
+        expected = REFERENCE[(family, method)] + EXTENSIONS.get((family, method), [])
+        assert parameters(getattr(cls, method)) == expected, (cls.__name__, method)
     assert inspect.iscoroutinefunction(getattr(classes[1], method))
 
 
@@ -199,6 +206,50 @@ def test_reads_after_a_write_carry_its_position_as_x_min_position():
             assert s.save_memory("n", "c", description="d").position == 42
             s.search_memories("c")
             assert seen[-1].headers.get("X-Min-Position") == expected
+
+
+def test_the_console_reads_send_as_of_only_when_given():
+    import asyncio
+    import datetime as dt
+
+    seen: list[httpx.Request] = []
+    memory = {"memory_id": "m", "name": "n", "content": "c", "created": "t", "updated": "t", "version": 1}
+
+    def handler(request):
+        seen.append(request)
+        if request.url.path.endswith("/m"):
+            return httpx.Response(200, json=memory, headers={"X-As-Of-Position": "42"})
+        return httpx.Response(200, json={"memories": [memory], "total": 1})
+
+    moment = dt.datetime(2026, 12, 1, 10, 0, tzinfo=dt.UTC)
+    with MemorydConsole("http://memoryd", token="t", httpx_client=httpx.Client(transport=httpx.MockTransport(handler))) \
+            as console:
+        assert console.get_memory("m", as_of=42).version == 1
+        console.list_memories(scope="global", as_of="2026-12-01T10:00:00Z")
+        console.search_memories("c", as_of=moment)
+        console.get_memory("m", as_of=0)
+        console.list_memories()
+        console.search_memories("c", as_of="")
+        console.get_memory("m")
+        with pytest.raises(ValueError, match="timezone-aware"):
+            console.get_memory("m", as_of=dt.datetime(2026, 12, 1, 10, 0))
+        with pytest.raises(TypeError, match="as_of must be"):
+            console.list_memories(as_of=True)
+    assert [request.url.params.get("as_of") for request in seen] == [
+        "42", "2026-12-01T10:00:00Z", "2026-12-01T10:00:00+00:00", "0", None, None, None]
+    assert seen[1].url.params["scope"] == "global" and seen[2].url.params["q"] == "c"
+    assert b"as_of=2026-12-01T10%3A00%3A00%2B00%3A00" in seen[2].url.query  # the + survives the query string
+
+    async def asynchronous() -> None:
+        client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+        async with AsyncMemorydConsole("http://memoryd", token="t", httpx_client=client) as console:
+            await console.get_memory("m", as_of=7)
+            await console.list_memories(as_of=8)
+            await console.search_memories("c", as_of=9)
+
+    seen.clear()
+    asyncio.run(asynchronous())
+    assert [request.url.params["as_of"] for request in seen] == ["7", "8", "9"]
 
 
 @pytest.mark.postgres

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -33,6 +34,21 @@ class Call(Generic[T]):
 def _given(**values: Any) -> dict[str, Any]:
     """Query parameters without the empty ones (the reference SDK's rule)."""
     return {name: value for name, value in values.items() if value not in ("", None)}
+
+
+def as_of_param(as_of: int | str | dt.datetime | None) -> dict[str, str]:
+    """``as_of`` as the admin reads take it: a log position or an ISO 8601 time, as text; nothing when None.
+
+    A ``datetime`` must carry its timezone (a naive one would be read as UTC, which is rarely what it meant)."""
+    if as_of is None:
+        return {}
+    if isinstance(as_of, dt.datetime):
+        if as_of.tzinfo is None or as_of.utcoffset() is None:
+            raise ValueError("as_of must be a timezone-aware datetime (say datetime.now(timezone.utc))")
+        return {"as_of": as_of.isoformat()}
+    if isinstance(as_of, bool) or not isinstance(as_of, int | str):
+        raise TypeError(f"as_of must be a log position (int), an ISO 8601 time (str) or a datetime, not {as_of!r}")
+    return _given(as_of=str(as_of))
 
 
 def name_path(prefix: str, name: str) -> str:
@@ -99,18 +115,23 @@ def health() -> Call[Any]:
 # -- the admin API ---------------------------------------------------------------------------
 
 
-def admin_list_memories(mem_type: str, scope: str, scope_id: str, limit: int) -> Call[models.ListMemoriesResponse]:
+def admin_list_memories(mem_type: str, scope: str, scope_id: str, limit: int,
+                        as_of: int | str | dt.datetime | None) -> Call[models.ListMemoriesResponse]:
     return Call("GET", "/v1/api/admin/memories", models.ListMemoriesResponse,
-                _given(type=mem_type, scope=scope, scope_id=scope_id) | {"limit": limit}, read=True)
+                _given(type=mem_type, scope=scope, scope_id=scope_id) | {"limit": limit} | as_of_param(as_of),
+                read=True)
 
 
-def admin_search_memories(query: str, mem_type: str, scope: str, scope_id: str, limit: int) -> Call[models.ListMemoriesResponse]:
+def admin_search_memories(query: str, mem_type: str, scope: str, scope_id: str, limit: int,
+                          as_of: int | str | dt.datetime | None) -> Call[models.ListMemoriesResponse]:
     return Call("GET", "/v1/api/admin/memories/search", models.ListMemoriesResponse,
-                {"q": query, "limit": limit} | _given(type=mem_type, scope=scope, scope_id=scope_id), read=True)
+                {"q": query, "limit": limit} | _given(type=mem_type, scope=scope, scope_id=scope_id)
+                | as_of_param(as_of), read=True)
 
 
-def admin_get_memory(memory_id: str) -> Call[models.MemoryInfo]:
-    return Call("GET", name_path("/v1/api/admin/memories", memory_id), models.MemoryInfo, read=True)
+def admin_get_memory(memory_id: str, as_of: int | str | dt.datetime | None) -> Call[models.MemoryInfo]:
+    return Call("GET", name_path("/v1/api/admin/memories", memory_id), models.MemoryInfo, as_of_param(as_of),
+                read=True)
 
 
 def memory_history(memory_id: str) -> Call[models.MemoryHistory]:

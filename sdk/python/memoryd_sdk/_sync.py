@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -80,16 +81,20 @@ class MemorydServer(_Client):
 class MemorydConsole(_Client):
     """The admin API: every scope, by memory id; projects, workstreams, sessions' receipts, the audit log and the log itself."""
 
-    def list_memories(self, *, mem_type: str = "", scope: str = "", scope_id: str = "",
-                      limit: int = 100) -> models.ListMemoriesResponse:
-        return self._transport.send(calls.admin_list_memories(mem_type, scope, scope_id, limit))
+    def list_memories(self, *, mem_type: str = "", scope: str = "", scope_id: str = "", limit: int = 100,
+                      as_of: int | str | datetime | None = None) -> models.ListMemoriesResponse:
+        """Every scope's memories; with ``as_of`` (a log position, an ISO 8601 time or an aware ``datetime``),
+        as the list was then, built from the log."""
+        return self._transport.send(calls.admin_list_memories(mem_type, scope, scope_id, limit, as_of))
 
     def search_memories(self, query: str, *, mem_type: str = "", scope: str = "", scope_id: str = "",
-                        limit: int = 20) -> models.ListMemoriesResponse:
-        return self._transport.send(calls.admin_search_memories(query, mem_type, scope, scope_id, limit))
+                        limit: int = 20, as_of: int | str | datetime | None = None) -> models.ListMemoriesResponse:
+        """Search every scope; with ``as_of``, over the memories as they were then, ranked as they were then."""
+        return self._transport.send(calls.admin_search_memories(query, mem_type, scope, scope_id, limit, as_of))
 
-    def get_memory(self, memory_id: str) -> models.AdminMemoryInfo:
-        return self._transport.send(calls.admin_get_memory(memory_id))
+    def get_memory(self, memory_id: str, *, as_of: int | str | datetime | None = None) -> models.AdminMemoryInfo:
+        """A memory by id; with ``as_of``, as it was then (``NotFoundError`` if it did not exist then)."""
+        return self._transport.send(calls.admin_get_memory(memory_id, as_of))
 
     def delete_memory(self, memory_id: str) -> models.StatusResponse:
         return self._transport.send(calls.admin_delete_memory(memory_id))

@@ -13,14 +13,14 @@ const fetch = (url, init) => {
   requests.push([init.method, new URL(url).pathname]);
   return globalThis.fetch(url, init);
 };
-const listing = (a) => ({ type: a.mem_type, scope: a.scope, scope_id: a.scope_id, limit: a.limit });
+const listing = (a) => ({ type: a.mem_type, scope: a.scope, scope_id: a.scope_id, limit: a.limit, as_of: a.as_of });
 const CALLS = {
   save_memory: (c, a) => c.saveMemory({ name: a.name, content: a.content, description: a.description,
                                         type: "mem_type" in a ? a.mem_type : "general", scope: a.scope, scope_id: a.scope_id }),
   list_memories: (c, a) => c.listMemories(listing(a)),
   search_memories: (c, a) => (c instanceof MemorydConsole ? c.searchMemories({ q: a.query, ...listing(a) })
                                                           : c.searchMemories({ query: a.query, ...listing(a) })),
-  get_memory: (c, a) => (c instanceof MemorydConsole ? c.getMemory(a.memory_id)
+  get_memory: (c, a) => (c instanceof MemorydConsole ? c.getMemory(a.memory_id, { as_of: a.as_of })
                                                      : c.getMemory(a.name, { scope: a.scope, scope_id: a.scope_id })),
   delete_memory: (c, a) => (c instanceof MemorydConsole ? c.deleteMemory(a.memory_id)
                                                         : c.deleteMemory(a.name, { scope: a.scope, scope_id: a.scope_id })),

@@ -10,7 +10,17 @@ import type {
 
 const ADMIN = "/v1/api/admin";
 
-export interface AdminSearchOptions extends ListOptions {
+export interface AsOfOptions {
+  /**
+   * Answer as at this log position, or this time (ISO 8601, e.g. "2026-12-01T10:00:00Z", or a `Date`), built from
+   * the log; left out: as memoryd stands now.
+   */
+  as_of?: number | string | Date;
+}
+
+export interface AdminListOptions extends ListOptions, AsOfOptions {}
+
+export interface AdminSearchOptions extends AdminListOptions {
   q: string;
 }
 
@@ -54,24 +64,37 @@ export interface WorkstreamChange {
   memory?: boolean;
 }
 
+/** `as_of` as the wire takes it: a position or a time, as text (a `Date` in ISO 8601, UTC). */
+function asOf(options: AsOfOptions): string | undefined {
+  const value = options.as_of;
+  if (value instanceof Date) return value.toISOString();
+  return value === undefined || value === null ? undefined : String(value);
+}
+
 export class MemorydConsole extends Client {
-  listMemories(options: ListOptions = {}): Promise<ListMemoriesResponse> {
+  /** Every scope's memories; with `as_of`, as the list was then. */
+  listMemories(options: AdminListOptions = {}): Promise<ListMemoriesResponse> {
     return this.transport.send({
       method: "GET", path: `${ADMIN}/memories`, read: true,
-      query: { ...given({ type: options.type, scope: options.scope, scope_id: options.scope_id }), limit: options.limit ?? 100 },
+      query: { ...given({ type: options.type, scope: options.scope, scope_id: options.scope_id }), limit: options.limit ?? 100,
+               ...given({ as_of: asOf(options) }) },
     });
   }
 
+  /** Search every scope; with `as_of`, over the memories as they were then, ranked as they were then. */
   searchMemories(options: AdminSearchOptions): Promise<ListMemoriesResponse> {
     return this.transport.send({
       method: "GET", path: `${ADMIN}/memories/search`, read: true,
       query: { q: options.q, limit: options.limit ?? 20,
-               ...given({ type: options.type, scope: options.scope, scope_id: options.scope_id }) },
+               ...given({ type: options.type, scope: options.scope, scope_id: options.scope_id, as_of: asOf(options) }) },
     });
   }
 
-  getMemory(memoryId: string): Promise<MemoryInfo> {
-    return this.transport.send({ method: "GET", path: namePath(`${ADMIN}/memories`, memoryId), read: true });
+  /** A memory by id; with `as_of`, as it was then (a 404 if it did not exist then). */
+  getMemory(memoryId: string, options: AsOfOptions = {}): Promise<MemoryInfo> {
+    return this.transport.send({
+      method: "GET", path: namePath(`${ADMIN}/memories`, memoryId), read: true, query: given({ as_of: asOf(options) }),
+    });
   }
 
   deleteMemory(memoryId: string): Promise<StatusResponse> {

@@ -5,7 +5,8 @@
 
 export { MemorydConsole } from "./console.js";
 export type {
-  AdminSearchOptions, AuditOptions, CreateWorkstreamRequest, EraseOptions, EventsOptions, WorkstreamChange,
+  AdminListOptions, AdminSearchOptions, AsOfOptions, AuditOptions, CreateWorkstreamRequest, EraseOptions, EventsOptions,
+  WorkstreamChange,
 } from "./console.js";
 export type { OpenSessionRequest } from "./client.js";
 export { MemorydAPIError, MemorydConnectionError } from "./errors.js";

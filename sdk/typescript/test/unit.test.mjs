@@ -42,6 +42,23 @@ test("the reference methods send the reference requests", async () => {
   assert.equal(calls.at(-1).url.search, "?q=deploy&limit=5");
 });
 
+test("the console's reads send as_of only when given", async () => {
+  const { calls, fetch } = recording(json(200, { memories: [MEMORY], total: 1 }));
+  const console = new MemorydConsole({ baseUrl: "http://memoryd", fetch });
+  await console.getMemory("m1", { as_of: 42 });
+  await console.listMemories({ scope: "global", as_of: "2026-12-01T10:00:00Z" });
+  await console.searchMemories({ q: "deploy", as_of: new Date(Date.UTC(2026, 11, 1, 10)) });
+  await console.getMemory("m1", { as_of: 0 });
+  await console.listMemories();
+  await console.searchMemories({ q: "deploy", as_of: "" });
+  await console.getMemory("m1");
+  assert.deepEqual(calls.map((call) => call.url.searchParams.get("as_of")),
+                   ["42", "2026-12-01T10:00:00Z", "2026-12-01T10:00:00.000Z", "0", null, null, null]);
+  assert.equal(calls[1].url.search, "?scope=global&limit=100&as_of=2026-12-01T10%3A00%3A00Z");
+  assert.equal(calls[2].url.search, "?q=deploy&limit=20&as_of=2026-12-01T10%3A00%3A00.000Z");
+  assert.equal(calls[6].url.search, "");
+});
+
 test("a save normalizes the description, omits a null type and refuses an empty description", async () => {
   const { calls, fetch } = recording(json(201, MEMORY, { "X-Memory-Position": "7" }));
   const server = new MemorydServer({ fetch });
