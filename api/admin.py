@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
 from typing import Any
 
 from flask import Blueprint, Response, request
@@ -45,6 +46,7 @@ from projections.queries import count_memories, get_memory, list_memories
 blueprint = Blueprint("admin", __name__, url_prefix="/v1/api/admin")
 
 LIST_LIMIT = (1, 200)
+POSITION = re.compile(r"[0-9]{1,18}")  # an as_of position: ASCII digits, within a BIGINT
 SEARCH_LIMIT = (1, 50)
 
 
@@ -137,11 +139,12 @@ def audit() -> tuple[Response, int]:
 @authorized("write", admin=True)
 @idempotent()
 def erase() -> tuple[Response, int]:
-    """Erase memories (a person's, one, a namespace's) from everything memoryd stores: 201 and a certificate."""
+    """Erase memories (a person's, one, a namespace's) from everything memoryd stores: 201 and a certificate;
+    the same request again (nothing left to erase) runs the erasure's checks again: 200 and its certificate."""
     body = load(ErasureRequest(), json_object())
     selector = {key: body[key] for key in ("user_id", "memory_id", "scope", "scope_id") if body[key] is not None}
-    certificate = services().erasures.erase(selector, body["reason"], *writing("admin"))
-    return respond(ErasureCertificateSchema(), certificate, 201)
+    certificate, erased_now = services().erasures.erase(selector, body["reason"], *writing("admin"))
+    return respond(ErasureCertificateSchema(), certificate, 201 if erased_now else 200)
 
 
 @blueprint.get("/events")
@@ -165,16 +168,17 @@ def _as_of(args: dict[str, Any]) -> int | None:
     if not text:
         return None
     head = services().store.head_position()
-    if text.isdigit():
-        position = int(text)
-        if position > head:
+    if POSITION.fullmatch(text):
+        if (position := int(text)) > head:
             raise ValidationError(f"as_of {position} is beyond the head of the log ({head})")
         return position
     try:
         moment = dt.datetime.fromisoformat(text)
-    except ValueError:
-        raise ValidationError("as_of must be a log position or an ISO 8601 time, like 2026-12-01T10:00:00Z") from None
-    return services().store.position_at(moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC))
+        moment = (moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)).astimezone(dt.UTC)
+    except (ValueError, OverflowError):
+        raise ValidationError("as_of must be a log position or an ISO 8601 time, like 2026-12-01T10:00:00Z "
+                              "(a '+' in an offset is '%2B' in a query string)") from None
+    return services().store.position_at(moment)
 
 
 def _at(response: tuple[Response, int], position: int) -> tuple[Response, int]:

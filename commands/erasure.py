@@ -39,7 +39,7 @@ class ErasureOutcome:
 
 def erase_memories(command: EraseMemories, metadata: EventMetadata, deps: Dependencies, claim: Claim = None
                    ) -> ErasureOutcome:
-    selector, reason = _checked(command)
+    selector, reason = checked(command)
     with deps.store.database.write() as conn:  # the command's own transaction: found, recorded, redacted together
         deps.store.hold_appends(conn)  # no write to these memories can land between finding and redacting them
         memory_ids = memories_selected(conn, selector)
@@ -53,7 +53,8 @@ def erase_memories(command: EraseMemories, metadata: EventMetadata, deps: Depend
     return ErasureOutcome(erasure, position, forgotten)
 
 
-def _checked(command: EraseMemories) -> tuple[dict[str, str], str]:
+def checked(command: EraseMemories) -> tuple[dict[str, str], str]:
+    """The selector and reason, trimmed and checked (a ValidationError says what is wrong)."""
     selector = {key: checked_text(value, key).strip() if isinstance(value, str) else value
                 for key, value in command.selector.items()}
     if set(selector) not in SELECTORS or not all(isinstance(value, str) for value in selector.values()):
@@ -71,4 +72,4 @@ def _checked(command: EraseMemories) -> tuple[dict[str, str], str]:
     return selector, reason
 
 
-__all__ = ["PERSONAL_SCOPES", "EraseMemories", "ErasureOutcome", "erase_memories"]
+__all__ = ["PERSONAL_SCOPES", "EraseMemories", "ErasureOutcome", "checked", "erase_memories"]

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from events.store import EventStore
-from events.types import EVENT_CLASSES, MemoryEvent, RecordedEvent
+from events.types import EVENT_CLASSES, ErasedEvent, MemoryEvent, RecordedEvent
 from memoryd.schema import events
 
 AUDITED = tuple(EVENT_CLASSES)  # every event: memory, project and supersede
@@ -69,7 +69,9 @@ def list_audit(conn: Connection, query: AuditQuery) -> list[AuditRecord]:
 
 def _record(row: Any) -> AuditRecord:
     position, action, payload, metadata, recorded_at = row
-    memory = payload.get("memory") or dict.fromkeys(("memory_id", "name", "scope", "scope_id", "type"), "")
+    erased = ErasedEvent.of(payload)
+    memory = payload.get("memory") or dict.fromkeys(("memory_id", "name", "scope", "scope_id", "type"), "") | {
+        "memory_id": erased.memory_id if erased else ""}
     project = payload.get("project") or {}
     member = payload.get("member", "")
     return AuditRecord(

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from events.types import ErasedEvent, RecordedEvent
+from memoryd.errors import ValidationError
 
 CHAIN_FORMAT = 1
 GENESIS = "0" * 64
@@ -57,10 +58,24 @@ def link(previous_hash: str, position: int, row: dict[str, Any]) -> str:
         row["payload_sha256"], row["meta"], row["recorded_at"], previous_hash])).hexdigest()
 
 
+def check_storable(value: Any, what: str) -> None:
+    """Refuse a float anywhere in ``value``: PostgreSQL's ``jsonb`` gives some back changed (``1e16`` as an
+    integer, ``-0.0`` as ``0``), and the digest computed now would then not match the stored event."""
+    if isinstance(value, float):
+        raise ValidationError(f"{what} holds the number {value!r}: events hold no floats (their stored form can change)")
+    if isinstance(value, dict):
+        for item in value.values():
+            check_storable(item, what)
+    elif isinstance(value, list):
+        for item in value:
+            check_storable(item, what)
+
+
 def chained(previous_hash: str, first_position: int, rows: Sequence[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """``rows`` (the store's rows) at consecutive positions from ``first_position``, sealed: position,
-    payload digest and hash added."""
+    payload digest and hash added. A float in a payload or metadata is refused (``check_storable``)."""
     for offset, row in enumerate(rows):
+        check_storable([row["payload"], row["meta"]], f"the {row['event_type']} event")
         position = first_position + offset
         sealed = row | {"position": position, "payload_sha256": payload_digest(row["payload"])}
         sealed["hash"] = previous_hash = link(previous_hash, position, sealed)
@@ -138,12 +153,11 @@ def verify(log: Iterable[RecordedEvent], head: Checkpoint, gaps: Iterable[tuple[
         reached, count = Checkpoint(event.position, event.hash), count + 1
     ends_in_a_gap = allowed.get(reached.position + 1) == head.position  # the newest positions never held one
     if (reached.position != head.position and not ends_in_a_gap) or reached.hash != head.hash:
-        first = reached.position + 1
-        return Verdict(count, reached, Break(min(first, head.position), (
+        return Verdict(count, reached, Break(min(reached.position, head.position) + 1, (
             f"missing: the log ends at position {reached.position}, its head at {head.position}"
             if head.position > reached.position else
             f"the head records position {head.position} and hash {head.hash[:12]}…, the log ends at "
-            f"{reached.position} with {reached.hash[:12]}…")))
+            f"{reached.position} with {reached.hash[:12]}… (a head moved back, or events past it)")))
     if not passed_since:
         assert since is not None
         return Verdict(count, reached,

@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from events.chain import CHAIN_FORMAT, Checkpoint
-from events.erasure import erased_positions
 from events.store import EventStore
 from events.types import RecordedEvent
 from memoryd.errors import ValidationError
@@ -25,19 +24,16 @@ _FIELDS = ("position", "stream_id", "stream_version", "event_type", "schema_vers
 
 
 def export_log(store: EventStore, target: IO[str]) -> int:
-    """Write the header and every event up to the head as it is now; the events written."""
-    head, written = store.chain_head(), 0
-    with store.database.read() as conn:
-        erased = erased_positions(conn)
-    header = {"memoryd_events": FORMAT, "chain_format": CHAIN_FORMAT,
-              "head": {"position": head.position, "hash": head.hash}, "gaps": store.recorded_gaps(),
-              "erased": sorted(erased.items())}
-    target.write(json.dumps(header) + "\n")
-    for event in store.iter_all():
-        if event.position > head.position:
-            break
-        target.write(json.dumps({name: getattr(event, name) for name in _FIELDS}, ensure_ascii=True) + "\n")
-        written += 1
+    """Write the header and every event, as one consistent read of the log saw them; the events written."""
+    written = 0
+    with store.whole_log() as log:  # one consistent read: the header agrees with the events
+        header = {"memoryd_events": FORMAT, "chain_format": CHAIN_FORMAT,
+                  "head": {"position": log.head.position, "hash": log.head.hash}, "gaps": log.gaps,
+                  "erased": sorted(log.erased.items())}
+        target.write(json.dumps(header) + "\n")
+        for event in log.events:
+            target.write(json.dumps({name: getattr(event, name) for name in _FIELDS}, ensure_ascii=True) + "\n")
+            written += 1
     return written
 
 

@@ -22,12 +22,23 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Row, bindparam, func, insert, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 
-from events.chain import Checkpoint, Verdict, chained, erased_stream_id, stored_row, verify
+from events.chain import (
+    GENESIS,
+    Checkpoint,
+    Verdict,
+    chained,
+    check_storable,
+    erased_stream_id,
+    stored_row,
+    verify,
+)
 from events.erasure import erased_positions
 from events.types import (
     DomainEvent,
@@ -56,6 +67,16 @@ class ConcurrencyConflict(Exception):
     """The stream moved past the expected version; reload and decide again."""
 
 
+@dataclass(frozen=True)
+class LogView:
+    """The whole log as one read saw it (``EventStore.whole_log``)."""
+
+    head: Checkpoint
+    gaps: list[tuple[int, int]]
+    erased: dict[int, int]  # redacted position -> the erasure's position
+    events: Iterator[RecordedEvent]
+
+
 class ImportRefused(ValidationError):
     """An imported log whose chain does not verify: nothing of it was kept."""
 
@@ -76,6 +97,7 @@ _STREAM_OF_MEMORY = select(events.c.stream_id).where(
 _STREAM = select(events).where(events.c.stream_id == bindparam("stream_id")).order_by(events.c.stream_version)
 _INSERT = insert(events)
 _HEAD = select(event_head.c.position, event_head.c.hash).where(event_head.c.log == "events")
+_NEWEST = select(events.c.position, events.c.hash).order_by(events.c.position.desc()).limit(1)
 _MOVE_HEAD = update(event_head).where(event_head.c.log == "events").values(
     position=bindparam("head_position"), hash=bindparam("head_hash"))
 _REDACT = update(events).where(events.c.position == bindparam("at")).values(
@@ -232,33 +254,50 @@ class EventStore:
             position = batch[-1].position
 
     def chain_head(self) -> Checkpoint:
-        """The highest position taken and the chain's hash there (``memoryd audit checkpoint`` prints it)."""
+        """The highest position taken and the chain's hash there."""
         with self.database.read() as conn:
             head = conn.execute(_HEAD).one()
         return Checkpoint(int(head.position), head.hash)
 
+    def checkpoint(self) -> Checkpoint:
+        """The newest event's position and hash: what ``memoryd audit checkpoint`` prints to publish."""
+        with self.database.read() as conn:
+            newest = conn.execute(_NEWEST).first()
+        return Checkpoint(int(newest.position), newest.hash) if newest else Checkpoint(0, GENESIS)
+
     def recorded_gaps(self) -> list[tuple[int, int]]:
         """The position ranges that never held an event, found when the chain was first computed."""
         with self.database.read() as conn:
-            return [(int(first), int(last)) for first, last in conn.execute(select(event_gaps))]
+            return _gaps(conn)
+
+    @contextmanager
+    def whole_log(self) -> Iterator[LogView]:
+        """The log as one consistent read: its head, gaps, erased positions and every event (read a page at a
+        time, in position order). Appends go on meanwhile; none of them is in this view."""
+        with self.database.consistent_read() as conn:
+            head = conn.execute(_HEAD).one()
+
+            def every_event() -> Iterator[RecordedEvent]:
+                position = 0
+                while batch := self.read_after(conn, position, VERIFY_PAGE):
+                    yield from batch
+                    position = batch[-1].position
+
+            yield LogView(Checkpoint(int(head.position), head.hash), _gaps(conn), erased_positions(conn),
+                          every_event())
 
     def verify_chain(self, since: Checkpoint | None = None, progress: Callable[[int], None] | None = None) -> Verdict:
-        """Walk the log up to its head, a page at a time, and check its hash chain (``events/chain.py``).
+        """Walk the whole log in one consistent read, a page at a time, and check its hash chain
+        (``events/chain.py``), up to its head and past it (an event past the head is a moved-back head)."""
+        with self.whole_log() as log:
 
-        Appends go on meanwhile: what they add past the head read first is left for the next walk."""
-        head, gaps = self.chain_head(), self.recorded_gaps()
-        with self.database.read() as conn:
-            erased = erased_positions(conn)
+            def walked() -> Iterator[RecordedEvent]:
+                for event in log.events:
+                    yield event
+                    if progress is not None:
+                        progress(1)
 
-        def walked() -> Iterator[RecordedEvent]:
-            for event in self.iter_all(VERIFY_PAGE):
-                if event.position > head.position:
-                    return
-                yield event
-                if progress is not None:
-                    progress(1)
-
-        return verify(walked(), head, gaps, since, erased)
+            return verify(walked(), log.head, log.gaps, since, log.erased)
 
     def import_log(self, head: Checkpoint, gaps: Sequence[tuple[int, int]], log: Iterable[RecordedEvent],
                    erased: dict[int, int]) -> Verdict:
@@ -266,12 +305,14 @@ class EventStore:
         head, in one transaction, the chain checked as the events stream in: nothing is kept unless all of it
         verifies (the verdict says where it broke)."""
         with self.database.write() as conn:
+            self.hold_appends(conn)
             if conn.execute(_HEAD).one().position or conn.execute(select(events.c.position).limit(1)).first():
                 raise ValidationError("the log is not empty: import into a new database (memoryd db upgrade creates one)")
             pending: list[dict[str, Any]] = []
 
             def inserted() -> Iterator[RecordedEvent]:
                 for event in log:
+                    check_storable([event.payload, event.metadata], f"the event at position {event.position}")
                     pending.append(stored_row(event) | {"position": event.position, "hash": event.hash})
                     if len(pending) >= VERIFY_PAGE:
                         conn.execute(_INSERT, pending)
@@ -283,6 +324,8 @@ class EventStore:
                 raise ImportRefused(verdict)
             if pending:
                 conn.execute(_INSERT, pending)
+            if erased_positions(conn) != erased:  # the header's list must be the imported erasures' own
+                raise ValidationError("the export's header lists erased positions its memory.erase events do not")
             if gaps:
                 conn.execute(insert(event_gaps), [{"first_position": first, "last_position": last}
                                                   for first, last in gaps])
@@ -293,15 +336,19 @@ class EventStore:
         """(In the erasure at ``erased_by``'s transaction) Replace the payloads of the events at ``memory_of``'s
         positions by content-free stubs and their stream ids (which name the memory) by digests: the one
         change the log ever takes. The chain keeps verifying (``events/chain.py``)."""
-        streams = dict(conn.execute(select(events.c.position, events.c.stream_id)
-                                    .where(events.c.position.in_(list(memory_of)))).all())
-        conn.execute(_REDACT, [{"at": position, "stub": ErasedEvent.stub(erased_by, memory_id),
-                                "erased_stream": erased_stream_id(streams[position], erased_by)}
-                               for position, memory_id in memory_of.items()])
+        positions = sorted(memory_of)
+        for first in range(0, len(positions), AT_ONCE):  # databases cap bound parameters
+            chunk = positions[first:first + AT_ONCE]
+            streams = dict(conn.execute(select(events.c.position, events.c.stream_id)
+                                        .where(events.c.position.in_(chunk))).all())
+            conn.execute(_REDACT, [{"at": position, "stub": ErasedEvent.stub(erased_by, memory_of[position]),
+                                    "erased_stream": erased_stream_id(streams[position], erased_by)}
+                                   for position in chunk])
 
     def position_at(self, moment: dt.datetime) -> int:
         """The last position recorded at or before ``moment`` (aware); 0 before the first event."""
-        recorded_at = moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # ``_now``'s form: ordered as text
+        # ``_now``'s form, which orders as text (isoformat pads years below 1000, strftime would not)
+        recorded_at = moment.astimezone(dt.UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
         with self.database.read() as conn:
             return int(conn.execute(select(func.coalesce(func.max(events.c.position), 0))
                                     .where(events.c.recorded_at <= recorded_at)).scalar_one())
@@ -322,6 +369,10 @@ class EventStore:
         if conn.dialect.name == "postgresql" and conn.info.get(_HOLDING) is not conn.get_transaction():
             conn.execute(_ORDER_APPENDS, {"class": APPEND_LOCK_CLASS})
             conn.info[_HOLDING] = conn.get_transaction()
+
+
+def _gaps(conn: Connection) -> list[tuple[int, int]]:
+    return [(int(first), int(last)) for first, last in conn.execute(select(event_gaps))]
 
 
 def _now() -> str:

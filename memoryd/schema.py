@@ -49,6 +49,7 @@ events = Table(
     Column("hash", String(64), nullable=False),  # the chain's hash at this position
     UniqueConstraint("stream_id", "stream_version", name="uq_events_stream_version"),
     Index("ix_events_recorded_at", "recorded_at"),  # as_of a time: the position it names
+    Index("ix_events_event_type", "event_type"),  # supersedes and erasures, read by type
     # PostgreSQL also has ix_events_stream_code_points (stream_id COLLATE "C", stream_version), made by
     # migration 0011: a namespace's streams as one range (projections/as_of.py)
     sqlite_autoincrement=True,

@@ -47,6 +47,7 @@ def test_a_memory_as_it_was_at_each_position_and_time(admin, any_services):
     by_time = admin.get(f"{ADMIN}/{memory_id}?as_of={moment}")
     assert by_time.get_json()["content"] == "alpha one" and by_time.headers["X-As-Of-Position"] == str(first)
     assert admin.get(f"{ADMIN}/{memory_id}?as_of=2000-01-01T00:00:00Z").status_code == 404  # before the log
+    assert admin.get(f"{ADMIN}/{memory_id}?as_of=0005-01-01T00:00:00Z").status_code == 404  # years below 1000 too
 
 
 def test_search_ranks_with_the_statistics_of_that_moment(admin, any_services):
@@ -97,6 +98,9 @@ def _listed(answer: Any) -> tuple[int, list[tuple[str, str, str, int]]]:
     ("soon", "as_of must be a log position or an ISO 8601 time"),
     ("2026-13-01", "as_of must be a log position or an ISO 8601 time"),
     ("999999", "beyond the head of the log"),
+    ("\u00b2", "as_of must be a log position or an ISO 8601 time"),
+    ("9999-12-31T23:59:59-01:00", "as_of must be a log position or an ISO 8601 time"),
+    ("9" * 5000, "as_of must be a log position or an ISO 8601 time"),
 ])
 def test_a_bad_as_of_is_a_400(admin, any_services, as_of, message):
     _save(any_services, "note", "c")

@@ -150,3 +150,36 @@ def test_whatever_a_payload_holds_its_digest_survives_the_database_round_trip(an
                                          event_type="test.event", schema_version=1, payload=payload,
                                          meta={"ü": "☃"}, recorded_at="2026-12-01T00:00:00Z")])
     assert any_services.store.verify_chain().ok
+
+
+def test_events_past_a_head_moved_back_fail_the_walk(any_services):
+    positions = _a_log(any_services)
+    with any_services.database.write() as conn:
+        conn.execute(update(event_head).values(position=positions[2]))  # hide the newest two from the walk
+    result = _audit(any_services, "verify")
+    assert result.exit_code == 1 and f"at position {positions[2] + 1}" in result.output, result.output
+
+
+def test_a_float_never_enters_the_log(any_services):
+    from memoryd.errors import ValidationError
+
+    with pytest.raises(ValidationError, match="events hold no floats"):
+        any_services.store.append_rows([dict(stream_id="test:float", stream_version=1, event_type="test.event",
+                                             schema_version=1, payload={"n": 1e16}, meta={},
+                                             recorded_at="2026-12-01T00:00:00Z")])
+    assert any_services.store.head_position() == 0
+
+
+def test_the_checkpoint_is_the_newest_event_even_when_the_head_sits_in_a_burned_gap(any_services):
+    _a_log(any_services, 3)
+    settings_ = migrate._alembic_config()
+    with any_services.database.write() as conn:
+        settings_.attributes["connection"] = conn
+        command.downgrade(settings_, "0009")
+        conn.execute(events.delete().where(events.c.position == 3))  # the newest position was burned
+    migrate.upgrade(any_services.database)
+    published = _audit(any_services, "checkpoint").output.strip()
+    assert published.startswith("2:")
+    assert _audit(any_services, "verify", "--since-checkpoint", published).exit_code == 0
+    _save(any_services, "later")
+    assert _audit(any_services, "verify", "--since-checkpoint", published).exit_code == 0

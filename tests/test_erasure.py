@@ -192,3 +192,43 @@ def test_a_write_racing_the_erasure_is_either_erased_or_after_it(erasable, any_s
     before = [event for event in any_services.store.iter_all() if event.position < certificate["position"]]
     assert not any("racingsecret" in str(event.payload) for event in before)
     assert _cli(any_services, "audit", "verify").exit_code == 0
+
+
+def test_the_same_erasure_again_runs_its_checks_again_and_reissues_the_certificate(erasable, any_services):
+    admin, alice, _, ids = erasable
+    first = admin.post(ERASURES, json={"user_id": alice.user_id, "reason": "request 1"})
+    any_services.search.catch_up()
+    with any_services.database.write() as conn:  # as if the first request had died before dropping the snapshots
+        conn.execute(search_snapshots.insert().values(position=1, created="2026-12-01T00:00:00", data=b"stale"))
+    again = admin.post(ERASURES, json={"user_id": f" {alice.user_id} ", "reason": "request 1, retried"})
+    assert first.status_code == 201 and again.status_code == 200
+    reissued = again.get_json()
+    assert reissued["position"] == first.get_json()["position"] and reissued["reason"] == "request 1"
+    assert reissued["erased_by"] == admin.user_id and sorted(reissued["memories"]) == sorted(ids)
+    assert reissued["free"] and reissued["snapshots_dropped"] == 1
+
+
+def test_a_rebuild_or_a_snapshot_racing_an_erasure_keeps_nothing_of_it(erasable, any_services, monkeypatch):
+    from projections.search import service as search_service
+
+    admin, alice, _, _ = erasable
+    real_feed = search_service.SearchService._feed
+    erased: list[int] = []
+
+    def feed_then_erase(self, index, progress=None):  # the erasure commits while a fresh index is read
+        fault = real_feed(self, index, progress)
+        if not erased and index is not self._index:
+            erased.append(0)  # once: the erasure's own catch-up builds a fresh index too
+            erased[0] = admin.post(ERASURES, json={"user_id": alice.user_id, "reason": "race"}).status_code
+        return fault
+
+    monkeypatch.setattr(search_service.SearchService, "_feed", feed_then_erase)
+    rebuilt = any_services.search.rebuild().to_bytes()  # its words included: every one it ever indexed
+    assert not any(secret.encode() in rebuilt for secret in SECRETS)
+    position = any_services.search.save_snapshot()
+    assert erased == [201]
+    with any_services.database.read() as conn:
+        blobs = [row.data for row in conn.execute(select(search_snapshots))]
+    assert len(blobs) == 1 and not any(secret.encode() in blob for secret in SECRETS for blob in blobs)
+    assert any_services.search.catch_up().holding(erasable[3]) == [] and position >= 1
+    assert admin.get("/v1/api/admin/memories/search?q=obsidianfjord").get_json()["memories"] == []

@@ -123,3 +123,19 @@ def test_a_file_that_is_no_export_is_refused_with_its_line(sqlite_url, tmp_path:
     copy = make_services(sqlite_url)
     result = _cli(copy, "events", "import", str(source))
     assert result.exit_code == 1 and message in result.output, result.output
+
+
+def test_an_export_whose_header_claims_an_erasure_its_log_lacks_is_refused(any_services, tmp_path: Path):
+    _history(any_services)
+    exported = tmp_path / "log.jsonl"
+    _cli(any_services, "events", "export", str(exported))
+    lines = exported.read_text().splitlines()
+    header, event = json.loads(lines[0]), json.loads(lines[1])
+    header["erased"] = [[event["position"], 99]]
+    event["payload"] = {"erased": {"by": 99, "memory_id": event["payload"]["memory"]["memory_id"]}}
+    event["stream_id"] = f"erased:99:{__import__('hashlib').sha256(event['stream_id'].encode()).hexdigest()}"
+    exported.write_text("\n".join([json.dumps(header), json.dumps(event), *lines[2:]]) + "\n")
+    copy = make_services(f"sqlite:///{tmp_path / 'copy.db'}")
+    result = _cli(copy, "events", "import", str(exported))
+    assert result.exit_code == 1 and "erased positions its memory.erase events do not" in result.output, result.output
+    assert copy.store.head_position() == 0

@@ -10,18 +10,21 @@ to do.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, select
 
 from commands.bus import CommandBus
-from commands.erasure import EraseMemories
+from commands.erasure import EraseMemories, checked
+from events.erasure import AT_ONCE
 from events.idempotency import IdempotencyClaim
 from events.store import EventStore
-from events.types import ErasedEvent, EventMetadata
+from events.types import ErasedEvent, EventMetadata, MemoriesErased
 from memoryd.db import Database
-from memoryd.schema import idempotency_keys, search_snapshots, structured_memories
+from memoryd.errors import NotFound
+from memoryd.schema import events, idempotency_keys, search_snapshots, structured_memories
 from projections.projector import Projector
 from projections.search import SearchService
 
@@ -47,10 +50,20 @@ class Erasures:
         return self.store.database
 
     def erase(self, selector: dict[str, str], reason: str, metadata: EventMetadata,
-              claim: IdempotencyClaim | None = None) -> dict[str, Any]:
-        """Erase what ``selector`` names; the certificate (``free`` is true only if every check found nothing)."""
-        outcome = self.bus.handle(EraseMemories(selector, reason), metadata, claim)
-        erasure, position = outcome.erasure, outcome.position
+              claim: IdempotencyClaim | None = None) -> tuple[dict[str, Any], bool]:
+        """Erase what ``selector`` names: the certificate (``free`` is true only if every check found nothing),
+        and whether this call erased (False: an earlier erasure of the same selector had left nothing to
+        erase, and its certificate is issued again after its steps are run again, so a retry after a failure
+        or a timeout finishes the work)."""
+        command = EraseMemories(selector, reason)
+        try:
+            outcome = self.bus.handle(command, metadata, claim)
+            erasure, position, forgotten, erased_now = (outcome.erasure, outcome.position,
+                                                        outcome.idempotency_keys_forgotten, True)
+        except NotFound:
+            if (earlier := self._earlier(checked(command)[0])) is None:
+                raise
+            (position, erasure), forgotten, erased_now = earlier, 0, False
         projected, reached = self.projector.wait_for(position, self.wait_seconds)
         self.search.catch_up()
         dropped = self.search.drop_snapshots_before(position)
@@ -58,10 +71,21 @@ class Erasures:
                   self._index(erasure.memory_ids), self._snapshots(position), self._answers(erasure.positions)]
         recorded = self.store.event_at(position)
         return {"position": position, "erased_at": recorded.recorded_at if recorded else "",
-                "erased_by": metadata.actor_user_id, "selector": erasure.selector, "reason": erasure.reason,
+                "erased_by": recorded.metadata.get("actor_user_id", "") if recorded else "",
+                "selector": erasure.selector, "reason": erasure.reason,
                 "memories": erasure.memory_ids, "positions": erasure.positions,
-                "idempotency_keys_forgotten": outcome.idempotency_keys_forgotten, "snapshots_dropped": dropped,
-                "checks": [check.to_dict() for check in checks], "free": all(check.free for check in checks)}
+                "idempotency_keys_forgotten": forgotten, "snapshots_dropped": dropped,
+                "checks": [check.to_dict() for check in checks], "free": all(check.free for check in checks)}, erased_now
+
+    def _earlier(self, selector: dict[str, str]) -> tuple[int, MemoriesErased] | None:
+        """The newest erasure of exactly this selector, and its position."""
+        query = (select(events.c.position, events.c.payload).where(events.c.event_type == MemoriesErased.event_type)
+                 .order_by(events.c.position.desc()))
+        with self.database.read() as conn:
+            for position, payload in conn.execute(query):
+                if (erasure := MemoriesErased.from_payload(payload)).selector == selector:
+                    return int(position), erasure
+        return None
 
     def _log(self, positions: list[int], erased_by: int) -> Check:
         stored = self.store.events_at(positions)
@@ -70,9 +94,7 @@ class Erasures:
                      f"{len(stubs)} of {len(positions)} events hold a content-free stub; their digests keep the chain")
 
     def _table(self, memory_ids: list[str], projected: bool, reached: int) -> Check:
-        with self.database.read() as conn:
-            left = conn.execute(select(func.count()).select_from(structured_memories)
-                                .where(structured_memories.c.memory_id.in_(memory_ids))).scalar_one()
+        left = self._counted(structured_memories.c.memory_id, memory_ids)
         if not projected:
             return Check("structured_memories", False, f"the projection is at position {reached}, before the erasure")
         return Check("structured_memories", left == 0, f"{left} rows of erased memories")
@@ -89,7 +111,12 @@ class Erasures:
         return Check("search snapshots", older == 0, f"{older} stored snapshots taken before the erasure")
 
     def _answers(self, positions: list[int]) -> Check:
-        with self.database.read() as conn:
-            left = conn.execute(select(func.count()).select_from(idempotency_keys)
-                                .where(idempotency_keys.c.position.in_(positions))).scalar_one()
+        left = self._counted(idempotency_keys.c.position, positions)
         return Check("idempotency answers", left == 0, f"{left} stored answers of erased writes")
+
+    def _counted(self, column: Any, values: Sequence[Any]) -> int:
+        """Rows whose ``column`` is one of ``values``, counted a bounded number of values at a time."""
+        with self.database.read() as conn:
+            return sum(int(conn.execute(select(func.count()).select_from(column.table)
+                                        .where(column.in_(values[first:first + AT_ONCE]))).scalar_one())
+                       for first in range(0, len(values), AT_ONCE))

@@ -54,7 +54,7 @@ def verify(since: Checkpoint | None, quiet: bool) -> None:
 @reported
 def checkpoint() -> None:
     """Print the log's head as POSITION:HASH, to publish somewhere memoryd cannot write."""
-    click.echo(str(command_services().store.chain_head()))
+    click.echo(str(command_services().store.checkpoint()))
 
 
 @events_group.command("export")
@@ -63,7 +63,7 @@ def checkpoint() -> None:
 def export(target: Any) -> None:
     """Write the whole log as JSON Lines (standard output by default): a header with the head and the gaps,
     then every event exactly as stored, hashes included. A serving memoryd may go on writing: the export
-    ends at the head it began with."""
+    is one consistent read of the log, as it was when it began."""
     count = export_log(command_services().store, target)
     click.echo(f"exported {count} events", err=True)
 

@@ -116,6 +116,7 @@ class SearchIndex(Merges):
             event = recorded.to_domain() if recorded.event_type.startswith(MEMORY_EVENTS) else None
             indexed = None
             if isinstance(event, MemoriesErased):  # gone; what they indexed lingers in the parts until a rebuild
+                self.held_erased |= any(memory_id in self._slot_of for memory_id in event.memory_ids)
                 for memory_id in event.memory_ids:
                     self._remove(memory_id)
             if isinstance(event, MemoryEvent):

@@ -27,7 +27,7 @@ from events.store import EventStore
 from events.streams import memory_versions
 from events.types import ErasedEvent, EventSuperseded, MemoriesErased, RecordedEvent
 from memoryd.domain import Memory, utc_timestamp
-from memoryd.schema import search_snapshots
+from memoryd.schema import events, search_snapshots
 from projections.filters import MemoryFilter
 from projections.projector import Fault, ProjectionStopped
 from projections.queries import memories_in_order
@@ -51,7 +51,6 @@ class SearchService:
         self._versions: OrderedDict[int, Memory] = OrderedDict()  # by log position, least recently used first
         self._versions_lock = threading.Lock()
         self._supersedes = 0  # supersedes and erasures seen; a read that raced one is not kept
-        self._erased = False  # the live index applied an erasure: its parts still hold the erased words
 
     def search(self, where: MemoryFilter, query: str, limit: int) -> list[Hit]:
         return self.catch_up().search(where, query, limit)
@@ -95,8 +94,10 @@ class SearchService:
             if self._index is None:
                 self._index = self.newest_snapshot() or SearchIndex(self.k1, self.b)
             fault = self._feed(self._index)
-            if self._erased:
-                self._after_erasure()
+            if self._index.held_erased:  # its parts still hold what an erasure took out: from the log again
+                self._index = self._from_the_log()
+                log.warning("the search index was built again from the log after an erasure (position %d)",
+                            self._index.position)
             if fault is not None and fault != self.fault:
                 log.error("%s", fault.describe())
             self.fault = fault
@@ -126,11 +127,16 @@ class SearchService:
 
     def save_snapshot(self) -> int:
         """Store the caught-up index for other processes to start from; keep only the newest."""
-        blob = (index := self.catch_up()).to_bytes()
-        with self.store.database.write() as conn:
-            conn.execute(insert(search_snapshots).values(position=index.position, created=utc_timestamp(), data=blob))
-            conn.execute(delete(search_snapshots).where(search_snapshots.c.position < index.position))
-        return index.position
+        while True:
+            blob = (index := self.catch_up()).to_bytes()
+            with self.store.database.write() as conn:
+                self.store.hold_appends(conn)  # no erasure commits between the check and the insert
+                if _newest_erasure(conn) > index.position:  # it may hold what the erasure took out: again
+                    continue
+                conn.execute(insert(search_snapshots).values(position=index.position, created=utc_timestamp(),
+                                                             data=blob))
+                conn.execute(delete(search_snapshots).where(search_snapshots.c.position < index.position))
+            return index.position
 
     def snapshot_position(self) -> int:
         with self.store.database.read() as conn:
@@ -139,8 +145,8 @@ class SearchService:
     def newest_snapshot(self) -> SearchIndex | None:
         """The index the newest stored snapshot holds; None if there is none, or another version wrote it."""
         query = select(search_snapshots.c.data).order_by(search_snapshots.c.position.desc()).limit(1)
-        with self.store.database.read() as conn:
-            blob = conn.execute(query).scalar()
+        with self.store.database.read() as conn:  # never one taken before an erasure: it holds what was erased
+            blob = conn.execute(query.where(search_snapshots.c.position >= _newest_erasure(conn))).scalar()
         if blob is None:
             return None
         try:
@@ -151,11 +157,12 @@ class SearchService:
 
     def rebuild(self, progress: Progress | None = None) -> SearchIndex:
         """Build a fresh index from the whole log, then swap it in once caught up."""
-        fresh = SearchIndex(self.k1, self.b)
-        with fresh.bulk():
-            fault = self._feed(fresh, progress)  # the live index keeps serving meanwhile
+        fresh = self._from_the_log(progress)  # the live index keeps serving meanwhile
         with self._following:
-            fault = fault or self._feed(fresh, progress)  # what was written during the rebuild
+            fault = self._feed(fresh, progress)  # what was written during the rebuild (and a fault, if any)
+            if fresh.held_erased:  # an erasure landed meanwhile
+                fresh = self._from_the_log(progress)
+                fault = self._feed(fresh, progress)
             if fault is not None:
                 raise ProjectionStopped(fault)
             self._index = fresh
@@ -186,15 +193,15 @@ class SearchService:
         with self.store.database.write() as conn:
             return conn.execute(delete(search_snapshots).where(search_snapshots.c.position < position)).rowcount
 
-    def _after_erasure(self) -> None:
-        """(Following) Build the index again from the log, whose erased events now hold only stubs, so that no
-        part of it keeps an erased memory's words. (The erasure drops the snapshots taken before it.)"""
-        self._erased = False
-        fresh = SearchIndex(self.k1, self.b)
-        with fresh.bulk():
-            self._feed(fresh)
-        self._index = fresh
-        log.warning("the search index was built again from the log after an erasure (position %d)", fresh.position)
+    def _from_the_log(self, progress: Progress | None = None) -> SearchIndex:
+        """A fresh index of the whole log, built again for as long as an erasure lands while it reads (it
+        would hold what the erasure took out). A fault is left for the caller's next feed to meet."""
+        while True:
+            fresh = SearchIndex(self.k1, self.b)
+            with fresh.bulk():
+                self._feed(fresh, progress)
+            if not fresh.held_erased:
+                return fresh
 
     def _forget(self, positions: list[int], indexed: dict[int, Memory]) -> None:
         """Positions whose events changed meaning (superseded, or erased): no version of theirs is kept."""
@@ -227,7 +234,6 @@ class SearchService:
                 self._forget([int(recorded.payload["position"])], indexed)
             elif recorded.event_type == MemoriesErased.event_type and index is self._index:
                 self._forget(MemoriesErased.from_payload(recorded.payload).positions, indexed)
-                self._erased = True
             try:
                 if (memory := index.apply(recorded)) is not None:
                     indexed[recorded.position] = memory
@@ -240,3 +246,9 @@ class SearchService:
         if index is self._index:
             self._keep(indexed)
         return None
+
+
+def _newest_erasure(conn: Connection) -> int:
+    """The position of the newest erasure in the log (0: none)."""
+    return int(conn.execute(select(func.coalesce(func.max(events.c.position), 0))
+                            .where(events.c.event_type == MemoriesErased.event_type)).scalar_one())
