@@ -56,6 +56,7 @@ def idempotent(rebuild: Rebuild | None = None) -> Callable[[F], F]:
                 if held is not None:
                     return _replay(held, claim, rebuild)
                 g.idempotency_claim = claim
+                erasures_before = services().idempotency.erasure_mark()
                 try:
                     response, status = view(*args, **kwargs)
                 except IdempotencyKeyTaken:  # our claim was taken over meanwhile: answer as its holder does
@@ -63,7 +64,7 @@ def idempotent(rebuild: Rebuild | None = None) -> Callable[[F], F]:
                 except BaseException:
                     services().idempotency.release(claim)
                     raise
-                services().idempotency.remember(claim, status, response.get_json())
+                services().idempotency.remember(claim, status, response.get_json(), erasures_before)
                 return response, status
 
         return cast(F, once)

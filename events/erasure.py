@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, and_, or_, select
+from sqlalchemy import Connection, and_, func, or_, select
 
 from events.types import MEMORY_DELETED, MEMORY_SAVED, MEMORY_UPDATED, EventSuperseded, MemoriesErased
 from memoryd.schema import events
@@ -65,6 +65,12 @@ def erased_positions(conn: Connection) -> dict[int, int]:
                                           .where(events.c.event_type == MemoriesErased.event_type)):
         found.update(dict.fromkeys((int(redacted) for redacted in payload.get("positions", ())), int(position)))
     return found
+
+
+def newest_erasure(conn: Connection) -> int:
+    """The position of the newest erasure in the log (0: none)."""
+    return int(conn.execute(select(func.coalesce(func.max(events.c.position), 0))
+                            .where(events.c.event_type == MemoriesErased.event_type)).scalar_one())
 
 
 def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:

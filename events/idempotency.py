@@ -20,6 +20,8 @@ from sqlalchemy import Connection, Text, cast, delete, select, update
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
+from events.erasure import newest_erasure
+from events.store import take_append_lock
 from memoryd.db import Database
 from memoryd.domain import utc_timestamp
 from memoryd.schema import idempotency_keys as keys
@@ -95,10 +97,23 @@ class IdempotencyKeys:
         if stored.rowcount != 1:
             raise IdempotencyKeyTaken(claim.key)
 
-    def remember(self, claim: IdempotencyClaim, status: int, response: Any) -> None:
+    def erasure_mark(self) -> int:
+        """Where erasures stand now (the newest one's position): taken before a request runs, for ``remember``."""
+        with self.database.read() as conn:
+            return newest_erasure(conn)
+
+    def remember(self, claim: IdempotencyClaim, status: int, response: Any, erasures_before: int) -> None:
+        """Store the request's answer; unless an erasure committed while it ran (``erasures_before`` is
+        ``erasure_mark`` from its start): the answer may hold what was erased, so a request that appended
+        nothing gives its key back (a retry runs again) and one that did keeps no answer (a retry answers
+        from the log)."""
+        mine = (keys.c.user_id == claim.user_id, keys.c.key == claim.key, keys.c.attempt == claim.attempt)
         with self.database.write() as conn:
-            conn.execute(update(keys).where(keys.c.user_id == claim.user_id, keys.c.key == claim.key,
-                                            keys.c.attempt == claim.attempt).values(status=status, response=response))
+            take_append_lock(conn)  # an erasure holds it from its first read to its commit
+            if newest_erasure(conn) > erasures_before:
+                conn.execute(delete(keys).where(*mine, keys.c.position.is_(None)))
+                return
+            conn.execute(update(keys).where(*mine).values(status=status, response=response))
 
     def release(self, claim: IdempotencyClaim) -> None:
         """Give the key back after a request that changed nothing failed, so a retry runs again."""

@@ -365,10 +365,14 @@ class EventStore:
         self._order_appends(conn)
 
     def _order_appends(self, conn: Connection) -> None:
-        """Take the append lock for this transaction (once: it is held until the transaction ends)."""
-        if conn.dialect.name == "postgresql" and conn.info.get(_HOLDING) is not conn.get_transaction():
-            conn.execute(_ORDER_APPENDS, {"class": APPEND_LOCK_CLASS})
-            conn.info[_HOLDING] = conn.get_transaction()
+        take_append_lock(conn)
+
+
+def take_append_lock(conn: Connection) -> None:
+    """(PostgreSQL) Take the append lock for this transaction, once: it is held until the transaction ends."""
+    if conn.dialect.name == "postgresql" and conn.info.get(_HOLDING) is not conn.get_transaction():
+        conn.execute(_ORDER_APPENDS, {"class": APPEND_LOCK_CLASS})
+        conn.info[_HOLDING] = conn.get_transaction()
 
 
 def _gaps(conn: Connection) -> list[tuple[int, int]]:

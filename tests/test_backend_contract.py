@@ -95,7 +95,7 @@ def test_idempotency_keys_expire_after_the_window(any_services: Services) -> Non
     keys = any_services.idempotency
     claim = IdempotencyClaim("user-1", "key-1", "fingerprint")
     assert keys.take(claim) is None
-    keys.remember(claim, 201, {"ok": True})
+    keys.remember(claim, 201, {"ok": True}, keys.erasure_mark())
     held = keys.take(IdempotencyClaim("user-1", "key-1", "fingerprint"))
     assert held is not None and (held.status, held.response) == (201, {"ok": True})
 

@@ -232,3 +232,20 @@ def test_a_rebuild_or_a_snapshot_racing_an_erasure_keeps_nothing_of_it(erasable,
     assert len(blobs) == 1 and not any(secret.encode() in blob for secret in SECRETS for blob in blobs)
     assert any_services.search.catch_up().holding(erasable[3]) == [] and position >= 1
     assert admin.get("/v1/api/admin/memories/search?q=obsidianfjord").get_json()["memories"] == []
+
+
+def test_an_answer_read_while_an_erasure_committed_is_never_kept(erasable, any_services):
+    from events.idempotency import IdempotencyClaim
+
+    admin, alice, _, _ = erasable
+    keys = any_services.idempotency
+    reading = IdempotencyClaim(alice.user_id, "tool-get", "fingerprint")
+    assert keys.take(reading) is None  # a tool read with an Idempotency-Key starts...
+    before = keys.erasure_mark()
+    admin.post(ERASURES, json={"user_id": alice.user_id, "reason": "request"})  # ...an erasure commits...
+    keys.remember(reading, 200, {"memory": {"content": "first obsidianfjord"}}, before)  # ...then it answers
+    assert keys.find(alice.user_id, "tool-get") is None  # not kept: a retry reads again, after the erasure
+    later = IdempotencyClaim(alice.user_id, "tool-get-2", "fingerprint")
+    keys.take(later)
+    keys.remember(later, 200, {"ok": True}, keys.erasure_mark())
+    assert keys.find(alice.user_id, "tool-get-2").response == {"ok": True}  # an answer after it is kept

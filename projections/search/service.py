@@ -23,11 +23,12 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, func, insert, select
 
+from events.erasure import newest_erasure
 from events.store import EventStore
 from events.streams import memory_versions
 from events.types import ErasedEvent, EventSuperseded, MemoriesErased, RecordedEvent
 from memoryd.domain import Memory, utc_timestamp
-from memoryd.schema import events, search_snapshots
+from memoryd.schema import search_snapshots
 from projections.filters import MemoryFilter
 from projections.projector import Fault, ProjectionStopped
 from projections.queries import memories_in_order
@@ -131,7 +132,7 @@ class SearchService:
             blob = (index := self.catch_up()).to_bytes()
             with self.store.database.write() as conn:
                 self.store.hold_appends(conn)  # no erasure commits between the check and the insert
-                if _newest_erasure(conn) > index.position:  # it may hold what the erasure took out: again
+                if newest_erasure(conn) > index.position:  # it may hold what the erasure took out: again
                     continue
                 conn.execute(insert(search_snapshots).values(position=index.position, created=utc_timestamp(),
                                                              data=blob))
@@ -146,7 +147,7 @@ class SearchService:
         """The index the newest stored snapshot holds; None if there is none, or another version wrote it."""
         query = select(search_snapshots.c.data).order_by(search_snapshots.c.position.desc()).limit(1)
         with self.store.database.read() as conn:  # never one taken before an erasure: it holds what was erased
-            blob = conn.execute(query.where(search_snapshots.c.position >= _newest_erasure(conn))).scalar()
+            blob = conn.execute(query.where(search_snapshots.c.position >= newest_erasure(conn))).scalar()
         if blob is None:
             return None
         try:
@@ -247,8 +248,3 @@ class SearchService:
             self._keep(indexed)
         return None
 
-
-def _newest_erasure(conn: Connection) -> int:
-    """The position of the newest erasure in the log (0: none)."""
-    return int(conn.execute(select(func.coalesce(func.max(events.c.position), 0))
-                            .where(events.c.event_type == MemoriesErased.event_type)).scalar_one())
