@@ -131,12 +131,15 @@ class Database:
 
 
 def _create_engine(url: str) -> Engine:
+    """``hide_parameters``: a database error's message (logged, and kept with a failed worker job in Redis)
+    never carries the statement's values, which can be a memory's text (an erasure could not reach it)."""
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
-        return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+        return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20, hide_parameters=True)
     if parsed.database and parsed.database != ":memory:":
         Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+                           hide_parameters=True)
     event.listen(engine, "connect", _configure_sqlite_connection)
     event.listen(engine, "begin", _begin_sqlite_transaction)
     return engine
