@@ -73,6 +73,14 @@ def newest_erasure(conn: Connection) -> int:
                             .where(events.c.event_type == MemoriesErased.event_type)).scalar_one())
 
 
+def erasures_since(conn: Connection, after: int, besides: int | None) -> bool:
+    """Whether an erasure past ``after`` is in the log, other than the one at ``besides``."""
+    query = select(events.c.position).where(events.c.event_type == MemoriesErased.event_type, events.c.position > after)
+    if besides is not None:
+        query = query.where(events.c.position != besides)
+    return conn.execute(query.limit(1)).first() is not None
+
+
 def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
     for first in range(0, len(items), AT_ONCE):
         yield items[first:first + AT_ONCE]

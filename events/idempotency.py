@@ -20,7 +20,7 @@ from sqlalchemy import Connection, Text, cast, delete, select, update
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from events.erasure import newest_erasure
+from events.erasure import erasures_since, newest_erasure
 from events.store import take_append_lock
 from memoryd.db import Database
 from memoryd.domain import utc_timestamp
@@ -103,15 +103,16 @@ class IdempotencyKeys:
             return newest_erasure(conn)
 
     def remember(self, claim: IdempotencyClaim, status: int, response: Any, erasures_before: int) -> None:
-        """Store the request's answer; unless an erasure committed while it ran (``erasures_before`` is
+        """Store the request's answer; unless another erasure committed while it ran (``erasures_before`` is
         ``erasure_mark`` from its start): the answer may hold what was erased, so a request that appended
         nothing gives its key back (a retry runs again) and one that did keeps no answer (a retry answers
-        from the log)."""
+        from the log). A key answered inside its own transaction (a created session) keeps its answer."""
         mine = (keys.c.user_id == claim.user_id, keys.c.key == claim.key, keys.c.attempt == claim.attempt)
         with self.database.write() as conn:
             take_append_lock(conn)  # an erasure holds it from its first read to its commit
-            if newest_erasure(conn) > erasures_before:
-                conn.execute(delete(keys).where(*mine, keys.c.position.is_(None)))
+            own = conn.execute(select(keys.c.position).where(*mine)).scalar()
+            if erasures_since(conn, erasures_before, own):
+                conn.execute(delete(keys).where(*mine, keys.c.position.is_(None), keys.c.status.is_(None)))
                 return
             conn.execute(update(keys).where(*mine).values(status=status, response=response))
 

@@ -131,8 +131,9 @@ class Database:
 
 
 def _create_engine(url: str) -> Engine:
-    """``hide_parameters``: a database error's message (logged, and kept with a failed worker job in Redis)
-    never carries the statement's values, which can be a memory's text (an erasure could not reach it)."""
+    """``hide_parameters``: SQLAlchemy's message for a database error (logged, and kept with a failed worker
+    job in Redis) leaves out the statement's values, which can be a memory's text an erasure cannot reach
+    (PostgreSQL's own ``DETAIL`` may still quote a row)."""
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
         return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20, hide_parameters=True)

@@ -249,3 +249,63 @@ def test_an_answer_read_while_an_erasure_committed_is_never_kept(erasable, any_s
     keys.take(later)
     keys.remember(later, 200, {"ok": True}, keys.erasure_mark())
     assert keys.find(alice.user_id, "tool-get-2").response == {"ok": True}  # an answer after it is kept
+
+
+def test_an_erasure_retried_with_its_idempotency_key_replays_its_certificate(erasable):
+    admin, alice, _, _ = erasable
+    key = {"Idempotency-Key": "erase-1"}
+    first = admin.post(ERASURES, json={"user_id": alice.user_id, "reason": "gdpr"}, headers=key)
+    again = admin.post(ERASURES, json={"user_id": alice.user_id, "reason": "gdpr"}, headers=key)
+    assert first.status_code == again.status_code == 201 and again.get_json() == first.get_json()
+
+
+def test_a_session_opened_while_an_unrelated_erasure_commits_keeps_its_key(erasable, any_services, monkeypatch):
+    from events.types import EventMetadata
+
+    admin, alice, bob, _ = erasable
+    workstream = any_services.directory.create_workstream(bob.user_id, "bench")
+    opening = any_services.sessions.create
+
+    def create(*args: Any, **kwargs: Any) -> Any:  # an erasure commits while the request runs
+        monkeypatch.setattr(any_services.sessions, "create", opening)
+        any_services.erasures.erase({"user_id": alice.user_id}, "gdpr", EventMetadata())
+        return opening(*args, **kwargs)
+
+    monkeypatch.setattr(any_services.sessions, "create", create)
+    body = {"kind": "interactive", "workstream_id": workstream, "user_id": bob.user_id}
+    first = admin.post("/v1/api/sessions", json=body, headers={"Idempotency-Key": "open-1"})
+    again = admin.post("/v1/api/sessions", json=body, headers={"Idempotency-Key": "open-1"})
+    assert first.status_code == 201, first.get_json()
+    assert again.get_json()["session_id"] == first.get_json()["session_id"]
+
+
+def test_a_memory_deleted_before_its_erasure_leaves_no_word_in_the_index(erasable, any_services):
+    admin, alice, _, _ = erasable
+    assert alice.save("deleted_first", "quokkaglyph words", "d", scope="user").status_code == 201
+    any_services.search.catch_up()  # the serving index read it, then the delete
+    assert alice.delete("/v1/api/memories/deleted_first?scope=user").status_code == 200
+    any_services.search.catch_up()
+    assert admin.post(ERASURES, json={"user_id": alice.user_id, "reason": "gdpr"}).get_json()["free"]
+    any_services.search.save_snapshot()
+    with any_services.database.read() as conn:
+        blobs = [row.data for row in conn.execute(select(search_snapshots))]
+    assert blobs and not any(b"quokkaglyph" in bytes(blob) for blob in blobs)
+    assert b"quokkaglyph" not in any_services.search.catch_up().to_bytes()
+
+
+def test_a_snapshot_is_not_stored_by_an_index_stopped_before_an_erasure(erasable, any_services):
+    import threading
+
+    admin, alice, _, _ = erasable
+    any_services.store.append_rows([dict(stream_id="memory:broken", stream_version=1, event_type="memory.save",
+                                         schema_version=1, payload={"memory": {"memory_id": "x"}}, meta={},
+                                         recorded_at="2026-12-01T00:00:00Z")])  # an event no index can apply
+    admin.post(ERASURES, json={"user_id": alice.user_id, "reason": "gdpr"})  # the projections stop before it
+    stored: list[int] = []
+    saving = threading.Thread(target=lambda: stored.append(any_services.search.save_snapshot()), daemon=True)
+    saving.start()
+    saving.join(20)
+    assert not saving.is_alive(), "save_snapshot did not return"
+    with any_services.database.read() as conn:
+        positions = [row.position for row in conn.execute(select(search_snapshots))]
+    assert positions == [] and stored == [0]

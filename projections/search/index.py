@@ -25,7 +25,7 @@ from typing import NamedTuple, cast
 import numpy as np
 
 import projections.search.snapshot as snapshot
-from events.types import MEMORY_EVENTS, MemoriesErased, MemoryDeleted, MemoryEvent, RecordedEvent
+from events.types import MEMORY_EVENTS, ErasedEvent, MemoriesErased, MemoryDeleted, MemoryEvent, RecordedEvent
 from memoryd.domain import Memory
 from projections.filters import MemoryFilter
 from projections.search.gathered import Flat, Gathered
@@ -115,8 +115,11 @@ class SearchIndex(Merges):
                 return None
             event = recorded.to_domain() if recorded.event_type.startswith(MEMORY_EVENTS) else None
             indexed = None
-            if isinstance(event, MemoriesErased):  # gone; what they indexed lingers in the parts until a rebuild
-                self.held_erased |= any(memory_id in self._slot_of for memory_id in event.memory_ids)
+            if isinstance(event, ErasedEvent):
+                self._stubbed.add(recorded.position)
+            if isinstance(event, MemoriesErased):  # gone; what they indexed lingers until a rebuild
+                self.held_erased |= any(position <= self.position and position not in self._stubbed
+                                        for position in event.positions)  # a deleted one's words too
                 for memory_id in event.memory_ids:
                     self._remove(memory_id)
             if isinstance(event, MemoryEvent):

@@ -128,8 +128,14 @@ class SearchService:
 
     def save_snapshot(self) -> int:
         """Store the caught-up index for other processes to start from; keep only the newest."""
+        reached = -1
         while True:
-            blob = (index := self.catch_up()).to_bytes()
+            index = self.catch_up()
+            if index.position == reached:  # stopped before an erasure it cannot pass: store nothing
+                log.warning("no search snapshot stored: the index is stopped at position %d, before an erasure",
+                            reached)
+                return self.snapshot_position()
+            reached, blob = index.position, index.to_bytes()
             with self.store.database.write() as conn:
                 self.store.hold_appends(conn)  # no erasure commits between the check and the insert
                 if newest_erasure(conn) > index.position:  # it may hold what the erasure took out: again

@@ -68,7 +68,8 @@ class IndexState:
         self._merger: threading.Thread | None = None
         self._merge_wanted = False  # something changed that may make a merge due
         self._bulk = False
-        self.held_erased = False  # an erasure removed memories it held: their words linger in its parts
+        self.held_erased = False  # an erasure took out what it had indexed: the words linger (parts, vocabulary)
+        self._stubbed: set[int] = set()  # positions it read as erased stubs: it never held their content
 
     def _namespace_number(self, key: tuple[str, str]) -> int:
         number = self._namespace_numbers.get(key)
