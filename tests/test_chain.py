@@ -123,17 +123,22 @@ def test_a_checkpoint_past_the_head_or_malformed_is_refused(any_services):
 
 def test_a_database_from_before_the_chain_is_sealed_once_gaps_recorded_and_positions_never_reused(any_services):
     _a_log(any_services, 4)
-    settings_ = migrate._alembic_config()
-    with any_services.database.write() as conn:
-        settings_.attributes["connection"] = conn
-        command.downgrade(settings_, "0009")
-        conn.execute(events.delete().where(events.c.position.in_([2, 4])))  # a burned position; a vanished newest
-    migrate.upgrade(any_services.database)
+    _from_before_the_chain(any_services, [2, 4])  # a burned position; a vanished newest
     with any_services.database.read() as conn:
         assert sorted(conn.execute(select(event_gaps)).all()) == [(2, 2), (4, 4)]
     assert _audit(any_services, "verify").exit_code == 0
     assert _save(any_services, "next") == 5
     assert _audit(any_services, "verify").exit_code == 0
+
+
+def _from_before_the_chain(services: Services, burned: list[int]) -> None:
+    """The database as it was before migration 0010, with these positions missing, then upgraded."""
+    settings_ = migrate._alembic_config()
+    with services.database.write() as conn:
+        settings_.attributes["connection"] = conn
+        command.downgrade(settings_, "0009")
+        conn.execute(events.delete().where(events.c.position.in_(burned)))
+    migrate.upgrade(services.database)
 
 
 TEXT = st.text(st.characters(exclude_characters="\x00", exclude_categories=["Cs"]), max_size=8)  # what the store holds
@@ -172,12 +177,7 @@ def test_a_float_never_enters_the_log(any_services):
 
 def test_the_checkpoint_is_the_newest_event_even_when_the_head_sits_in_a_burned_gap(any_services):
     _a_log(any_services, 3)
-    settings_ = migrate._alembic_config()
-    with any_services.database.write() as conn:
-        settings_.attributes["connection"] = conn
-        command.downgrade(settings_, "0009")
-        conn.execute(events.delete().where(events.c.position == 3))  # the newest position was burned
-    migrate.upgrade(any_services.database)
+    _from_before_the_chain(any_services, [3])  # the newest position was burned
     published = _audit(any_services, "checkpoint").output.strip()
     assert published.startswith("2:")
     assert _audit(any_services, "verify", "--since-checkpoint", published).exit_code == 0
