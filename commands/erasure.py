@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass
 
 from commands.handlers import Claim, Dependencies
-from events.erasure import PERSONAL_SCOPES, events_of, memories_selected
+from events.erasure import events_of, memories_selected
 from events.idempotency import IdempotencyKeys
 from events.types import EventMetadata, MemoriesErased
 from memoryd.domain import SCOPES
@@ -71,5 +71,3 @@ def checked(command: EraseMemories) -> tuple[dict[str, str], str]:
         raise ValidationError("a reason is required (a request's reference, say): it stays in the log")
     return selector, reason
 
-
-__all__ = ["PERSONAL_SCOPES", "EraseMemories", "ErasureOutcome", "checked", "erase_memories"]
