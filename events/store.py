@@ -159,7 +159,7 @@ class EventStore:
 
     def _append_sealed(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[int]:
         """(In a write transaction) The positions after the head, the rows sealed at them, the head moved."""
-        self._order_appends(conn)
+        take_append_lock(conn)
         head = conn.execute(_HEAD).one()
         sealed = list(chained(head.hash, head.position + 1, rows))
         conn.execute(_INSERT, sealed)
@@ -265,11 +265,6 @@ class EventStore:
             newest = conn.execute(_NEWEST).first()
         return Checkpoint(int(newest.position), newest.hash) if newest else Checkpoint(0, GENESIS)
 
-    def recorded_gaps(self) -> list[tuple[int, int]]:
-        """The position ranges that never held an event, found when the chain was first computed."""
-        with self.database.read() as conn:
-            return _gaps(conn)
-
     @contextmanager
     def whole_log(self) -> Iterator[LogView]:
         """The log as one consistent read: its head, gaps, erased positions and every event (read a page at a
@@ -362,9 +357,6 @@ class EventStore:
         the log stays the whole log until it commits: a command decides on a stream nobody can change under
         it (not even an erasure, which moves a stream's events out of it), and an erasure misses no racing
         write. SQLite's write transactions hold its one writer's lock already."""
-        self._order_appends(conn)
-
-    def _order_appends(self, conn: Connection) -> None:
         take_append_lock(conn)
 
 

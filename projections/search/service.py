@@ -181,14 +181,8 @@ class SearchService:
         (``memoryd projections verify`` compares it with the stored snapshot)."""
         fresh = SearchIndex(self.k1, self.b)
         with fresh.bulk():
-            while fresh.position < until:
-                with self.store.database.read() as conn:
-                    batch = [event for event in self.store.read_after(conn, fresh.position, PAGE)
-                             if event.position <= until]
-                if not batch:
-                    break
-                if (fault := self._apply(fresh, batch)) is not None:
-                    raise ProjectionStopped(fault)
+            if (fault := self._feed(fresh, until=until)) is not None:
+                raise ProjectionStopped(fault)
         return fresh
 
     def memories(self, conn: Connection, where: MemoryFilter, query: str, limit: int) -> list[dict[str, Any]]:
@@ -218,15 +212,17 @@ class SearchService:
                 self._versions.pop(position, None)
             self._supersedes += 1
 
-    def _feed(self, index: SearchIndex, progress: Progress | None = None) -> Fault | None:
-        """Apply what the log holds past the index; the fault where it had to stop, if it did."""
+    def _feed(self, index: SearchIndex, progress: Progress | None = None, until: int | None = None) -> Fault | None:
+        """Apply what the log holds past the index (up to ``until``, if given); the fault where it had to stop,
+        if it did."""
         while True:
             with self.store.database.read() as conn:
-                batch = self.store.read_after(conn, index.position, PAGE)
+                read = self.store.read_after(conn, index.position, PAGE)
+            batch = read if until is None else [event for event in read if event.position <= until]
             fault = self._apply(index, batch)
             if progress is not None and batch:
                 progress(len(batch))
-            if fault is not None or len(batch) < PAGE:
+            if fault is not None or len(batch) < len(read) or len(read) < PAGE:
                 return fault
 
     def _apply(self, index: SearchIndex, batch: list[RecordedEvent]) -> Fault | None:
