@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Callable
@@ -41,6 +42,7 @@ from memoryd.errors import Conflict
 
 MAX_ATTEMPTS = 25
 R = TypeVar("R")
+log = logging.getLogger(__name__)
 
 HANDLERS: dict[type, Callable[..., Any]] = {
     SaveMemory: save_memory,
@@ -70,10 +72,15 @@ class Dispatcher(Protocol):
 
     def appending(self, position: int) -> bool:
         """Inside the command's transaction, after its append: True if the projections reached ``position``
-        in it (an in-process projection then commits with the append)."""
+        in it (an in-process projection then commits with the append). Raising rolls the command back; it
+        runs again without this step, and ``appended`` projects after its commit."""
 
     def appended(self, position: int, projected: bool) -> None:
         """After the command's transaction committed: project what ``appending`` did not, or tell workers."""
+
+
+class _ProjectAfterCommit(Exception):
+    """The in-transaction projection failed: roll the command back and run it again without that step."""
 
 
 class CommandBus:
@@ -122,16 +129,30 @@ class CommandBus:
     def _in_one_transaction(self, run: Callable[[], R], position_of: Callable[[R], int | None]) -> tuple[R, bool]:
         """``run`` and the in-process projection in one transaction (and whether that projected it); when
         another writer appended to the same stream first, all of it is rolled back and run again on the new
-        state, a bounded number of times."""
+        state, a bounded number of times.
+
+        A projection that fails in it takes the whole transaction back (no savepoint per command guards the
+        append from it), and the command runs again without it: a projection's failure never fails a write."""
+        project = True
         for attempt in range(MAX_ATTEMPTS):
             try:
                 with self.deps.store.database.unit() as conn:
                     self.deps.store.hold_appends(conn)  # decided on a state that stays the stream's until commit
                     outcome = run()
                     position = position_of(outcome)
-                    projected = position is not None and self.dispatcher.appending(position)
+                    projected = project and position is not None and self._appending(position)
                 return outcome, projected
             except ConcurrencyConflict as conflict:
                 lost = conflict
                 time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
+            except _ProjectAfterCommit:
+                project = False
         raise Conflict(f"too many concurrent writes ({lost}); try again")
+
+    def _appending(self, position: int) -> bool:
+        try:
+            return self.dispatcher.appending(position)
+        except Exception as error:
+            log.exception("projection failed inside the append of position %d; running the command again and "
+                          "catching up after it", position)
+            raise _ProjectAfterCommit from error

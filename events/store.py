@@ -49,7 +49,7 @@ from events.types import (
     UnknownEvent,
     superseded_stream_id,
 )
-from memoryd.db import Database
+from memoryd.db import Database, transaction_state
 from memoryd.errors import ValidationError
 from memoryd.schema import event_gaps, event_head, events
 from memoryd.text import check_document
@@ -102,7 +102,8 @@ _MOVE_HEAD = update(event_head).where(event_head.c.log == "events").values(
     position=bindparam("head_position"), hash=bindparam("head_hash"))
 _REDACT = update(events).where(events.c.position == bindparam("at")).values(
     payload=bindparam("stub"), stream_id=bindparam("erased_stream"))
-_HOLDING = "memoryd_append_lock"  # in a connection's info: the transaction holding the append lock
+_HOLDING = "append lock"  # in a transaction's state: it holds the append lock
+_APPENDED = "appended"  # in a transaction's state: the events it appended, in order
 _ORDER_APPENDS = text("SELECT pg_advisory_xact_lock(:class, hashtext(current_schema()))")
 _AT = select(events).where(or_(events.c.position.in_(bindparam("positions", expanding=True)),
                                events.c.stream_id.in_(bindparam("streams", expanding=True)))).order_by(events.c.position)
@@ -164,6 +165,7 @@ class EventStore:
         sealed = list(chained(head.hash, head.position + 1, rows))
         conn.execute(_INSERT, sealed)
         conn.execute(_MOVE_HEAD, {"head_position": sealed[-1]["position"], "head_hash": sealed[-1]["hash"]})
+        transaction_state(conn).setdefault(_APPENDED, []).extend(_sealed_event(row) for row in sealed)
         return [row["position"] for row in sealed]
 
     def last_events(self, stream_ids: set[str]) -> dict[str, RecordedEvent | None]:
@@ -240,6 +242,11 @@ class EventStore:
             return conn.execute(_STREAM_OF_MEMORY, {"memory_id": memory_id}).scalar()
 
     def read_after(self, conn: Connection, position: int, limit: int) -> list[RecordedEvent]:
+        """The events after ``position``, at most ``limit``. In the transaction that appended them (which holds
+        the append lock, so they are the log's newest) they are the events in hand, not read back."""
+        appended: list[RecordedEvent] = transaction_state(conn).get(_APPENDED, [])
+        if appended and appended[0].position == position + 1:
+            return appended[:limit]
         return [_recorded(row) for row in conn.execute(_AFTER, {"position": position, "limit": limit})]
 
     def iter_all(self, batch_size: int = 1_000) -> Iterator[RecordedEvent]:
@@ -331,6 +338,7 @@ class EventStore:
         """(In the erasure at ``erased_by``'s transaction) Replace the payloads of the events at ``memory_of``'s
         positions by content-free stubs and their stream ids (which name the memory) by digests: the one
         change the log ever takes. The chain keeps verifying (``events/chain.py``)."""
+        transaction_state(conn).pop(_APPENDED, None)  # what this transaction appended may change: read it back
         positions = sorted(memory_of)
         for first in range(0, len(positions), AT_ONCE):  # databases cap bound parameters
             chunk = positions[first:first + AT_ONCE]
@@ -362,9 +370,10 @@ class EventStore:
 
 def take_append_lock(conn: Connection) -> None:
     """(PostgreSQL) Take the append lock for this transaction, once: it is held until the transaction ends."""
-    if conn.dialect.name == "postgresql" and conn.info.get(_HOLDING) is not conn.get_transaction():
+    state = transaction_state(conn)
+    if conn.dialect.name == "postgresql" and _HOLDING not in state:
         conn.execute(_ORDER_APPENDS, {"class": APPEND_LOCK_CLASS})
-        conn.info[_HOLDING] = conn.get_transaction()
+        state[_HOLDING] = True
 
 
 def _gaps(conn: Connection) -> list[tuple[int, int]]:
@@ -388,6 +397,13 @@ def _row(stream_id: str, version: int, event: DomainEvent, metadata: EventMetada
     }
     check_document(row, "event")
     return row
+
+
+def _sealed_event(row: dict[str, Any]) -> RecordedEvent:
+    """A sealed row as ``read_after`` would read it back."""
+    return RecordedEvent(row["position"], row["stream_id"], row["stream_version"], row["event_type"],
+                         row["schema_version"], row["payload"], row["meta"], row["recorded_at"], row["payload_sha256"],
+                         row["hash"])
 
 
 def _recorded(row: Row[Any]) -> RecordedEvent:

@@ -18,6 +18,21 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+_TRANSACTION_STATE = "memoryd_transaction_state"  # in a connection's info: (its transaction, the state)
+
+
+def transaction_state(conn: Connection) -> dict[str, Any]:
+    """A dict that lives as long as ``conn``'s current transaction: what the transaction holds (the append
+    lock) or wrote (the events it appended), forgotten when it commits or rolls back."""
+    transaction = conn.get_transaction()
+    held = conn.info.get(_TRANSACTION_STATE)
+    if held is None or held[0] is not transaction:
+        held = conn.info[_TRANSACTION_STATE] = (transaction, {})
+    return held[1]
+
+
+def _forget_transaction_state(conn: Connection) -> None:
+    conn.info.pop(_TRANSACTION_STATE, None)
 
 
 class Database:
@@ -92,7 +107,7 @@ class Database:
         """A transaction that commits on success and rolls back on any error.
 
         Inside a ``unit`` it is the unit's transaction; ``isolated``, a savepoint of it, so that its error
-        rolls back only what it wrote (an in-process projection that fails must not take the append with it).
+        rolls back only what it wrote.
         """
         unit = getattr(self._unit, "conn", None)
         if unit is not None:
@@ -136,13 +151,19 @@ def _create_engine(url: str) -> Engine:
     (PostgreSQL's own ``DETAIL`` may still quote a row)."""
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
-        return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20, hide_parameters=True)
+        return _forgetting(create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20, hide_parameters=True))
     if parsed.database and parsed.database != ":memory:":
         Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
                            hide_parameters=True)
     event.listen(engine, "connect", _configure_sqlite_connection)
     event.listen(engine, "begin", _begin_sqlite_transaction)
+    return _forgetting(engine)
+
+
+def _forgetting(engine: Engine) -> Engine:
+    for ended in ("commit", "rollback"):
+        event.listen(engine, ended, _forget_transaction_state)
     return engine
 
 

@@ -100,8 +100,10 @@ class Projector:
     def step(self, position: int) -> bool:
         """Inside a command's transaction: one short step of every projection together, if it reaches
         ``position`` without waiting (no checkpoint locked by another catch-up or a rebuild, less than a
-        batch to apply, nothing failing). False: nothing was kept, catch up after the commit."""
-        reached = self._catch_up_together(self._lock_all_now)
+        batch to apply, nothing failing). False: nothing was written, catch up after the commit. A
+        projection that fails raises ``ProjectionStopped`` with its writes in the command's transaction,
+        which must roll back (no savepoint: it would cost every save two statements)."""
+        reached = self._catch_up_together(self._lock_all_now, isolated=False)
         return reached is not None and reached >= position
 
     def checkpoint(self, projection_name: str) -> int:
@@ -174,13 +176,13 @@ class Projector:
             position = batch[-1].position
         return position
 
-    def _catch_up_together(self, lock: Select[Any]) -> int | None:
-        """Every projection from their common checkpoint to the head in one transaction (a savepoint inside
-        a command's): the position reached, or None to go projection by projection (they stand apart, a
-        checkpoint is locked elsewhere, the log holds more than a batch, or one of them cannot apply an
-        event, in which case nothing is kept)."""
+    def _catch_up_together(self, lock: Select[Any], isolated: bool = True) -> int | None:
+        """Every projection from their common checkpoint to the head in one transaction (``isolated``: a
+        savepoint inside a command's): the position reached, or None to go projection by projection (they
+        stand apart, a checkpoint is locked elsewhere, the log holds more than a batch, or one of them cannot
+        apply an event, in which case nothing is kept; not ``isolated``, that raises ``ProjectionStopped``)."""
         try:
-            with self.database.write(isolated=True) as conn:
+            with self.database.write(isolated=isolated) as conn:
                 rows = conn.execute(lock).all()
                 found = {row.name: row.position for row in rows}
                 if len(found) < len(self.projections) or len(set(found.values())) != 1:
@@ -196,6 +198,8 @@ class Projector:
                     conn.execute(_CLEAR_FAULTS, {"names": list(found), "position": reached})
                 return reached
         except ProjectionStopped:
+            if not isolated:
+                raise
             return None
 
     def _catch_up(self, projection: Projection) -> int:

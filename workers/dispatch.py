@@ -23,25 +23,22 @@ def pending_key(queue_name: str) -> str:
 class InProcessDispatcher:
     """Catch up right away, in the writer's own transaction (the embedded default).
 
-    Inside the command's transaction the projections take one short step, in
-    a savepoint, only if nobody else holds their checkpoints: then the event
-    and its projection commit together. Anything more (a backlog, a rebuild or
-    another catch-up holding a checkpoint, a projection that fails) is left to
-    a catch-up after the commit, so a command never holds the log's append
-    lock while it waits or replays. The event is durable by then, so a failing
-    projection must not turn a successful write into an error: it is logged
-    loudly, and the next catch-up (or ``memoryd projections rebuild``) retries.
+    Inside the command's transaction the projections take one short step, from
+    the events in hand, only if nobody else holds their checkpoints: then the
+    event and its projection commit together. Anything more (a backlog, a
+    rebuild or another catch-up holding a checkpoint) is left to a catch-up
+    after the commit, so a command never holds the log's append lock while it
+    waits or replays. A projection that fails in the step rolls the command
+    back, and the bus runs it again without the step: a failing projection
+    must not turn a write into an error. It is logged loudly, and the catch-up
+    after the commit (or ``memoryd projections rebuild``) retries.
     """
 
     def __init__(self, projector: Projector) -> None:
         self.projector = projector
 
     def appending(self, position: int) -> bool:
-        try:
-            return self.projector.step(position)
-        except Exception:
-            log.exception("projection failed inside the append of position %d; catching up after it", position)
-            return False
+        return self.projector.step(position)
 
     def appended(self, position: int, projected: bool) -> None:
         if projected:
