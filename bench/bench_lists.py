@@ -1,6 +1,6 @@
 """Lists at 1,000,000 memories: one index range per visible namespace, beside the single ``OR`` query it replaced.
 
-Fills ``structured_memories`` (and ``memory_counts``, as the projection keeps it) directly with
+Fills ``structured_memories`` (``memory_counts`` follows by the table's triggers) directly with
 ``--count`` rows in two layouts: spread over 1,000 user namespaces (plus 1 % global), and all in
 one (global). Then runs ``list_memories(limit=100)`` for the filters callers use, in-process; for
 several namespaces, the same ranges read one statement per namespace and merged in Python (as
@@ -56,12 +56,7 @@ def fill(database: Database, count: int, spread: bool) -> None:
                          "created": moment, "updated": moment, "last_accessed": moment, "access_count": 0})
         with database.write() as conn:
             conn.execute(insert(table), rows)
-    with database.write() as conn:
-        conn.execute(insert(memory_counts).from_select(
-            ["scope", "scope_id", "type", "count"],
-            select(table.c.scope, table.c.scope_id, table.c.type, func.count()).group_by(
-                table.c.scope, table.c.scope_id, table.c.type)))
-    settle(database)
+    settle(database)  # the table's triggers kept memory_counts
 
 
 def settle(database: Database) -> None:

@@ -13,7 +13,7 @@ from sqlalchemy import event, func, select
 from commands.model import DeleteMemory, SaveMemory
 from events.types import EventMetadata, MemoryDeleted, MemoryUpdated, RecordedEvent
 from memoryd.domain import MEMORY_TYPES, Namespace
-from memoryd.schema import structured_memories
+from memoryd.schema import memory_counts, structured_memories
 from projections.filters import MemoryFilter, ScopePattern
 from projections.queries import _NEWEST, _merged, count_memories, list_memories
 from tests.conftest import make_services
@@ -167,3 +167,32 @@ def test_counts_follow_the_row_when_a_stand_in_moves_it_to_another_namespace(ser
         services.memory_table.apply(conn, RecordedEvent(saved.position + 2, "s", 3, MemoryDeleted.event_type, 1,
                                                         MemoryDeleted(replace(moved, scope_id="u9")).payload(), {}, "t"))
     assert memory_counts_by_namespace(services) == {}
+
+
+def test_a_database_at_0011_gets_its_counts_recomputed_and_kept_by_the_tables_triggers(any_services):
+    """Migration 0012 moves the counting into triggers on the table: it recounts a database whose counts
+    were kept by the projection, and from then on any row written, moved or removed counts, however it got there."""
+    from alembic import command
+
+    from memoryd import migrate
+
+    churn(any_services, seed=12, writes=60)
+    recount = memory_counts_by_namespace(any_services)
+    settings_ = migrate._alembic_config()
+    with any_services.database.write() as conn:
+        settings_.attributes["connection"] = conn
+        command.downgrade(settings_, "0011")
+        conn.execute(memory_counts.update().values(count=memory_counts.c.count + 5))  # counts gone wrong before
+    migrate.upgrade(any_services.database)
+    assert memory_counts_by_namespace(any_services) == recount
+    row = {"memory_id": "direct", "name": "direct_row", "description": "d", "type": "user", "scope": "user",
+           "scope_id": "u9", "content": "c", "created": "t", "updated": "t", "last_accessed": "t", "access_count": 0}
+    direct = structured_memories.c.memory_id == "direct"
+    for change, counted in ((structured_memories.insert().values(row), {("user", "u9", "user"): 1}),
+                            (structured_memories.update().where(direct).values(type="feedback"),
+                             {("user", "u9", "feedback"): 1}),
+                            (structured_memories.delete().where(direct), {})):
+        with any_services.database.write() as conn:
+            conn.execute(change)
+        assert memory_counts_by_namespace(any_services) == recount | counted
+    assert rebuild_equals_live(any_services)
