@@ -241,12 +241,12 @@ class EventStore:
         with self.database.read() as conn:
             return conn.execute(_STREAM_OF_MEMORY, {"memory_id": memory_id}).scalar()
 
+    def appended(self, conn: Connection) -> list[RecordedEvent]:
+        """The events ``conn``'s transaction appended, in position order, as read back (they are the log's
+        newest: the transaction holds the append lock); an in-process projection applies them from here."""
+        return list(transaction_state(conn).get(_APPENDED, []))
+
     def read_after(self, conn: Connection, position: int, limit: int) -> list[RecordedEvent]:
-        """The events after ``position``, at most ``limit``. In the transaction that appended them (which holds
-        the append lock, so they are the log's newest) they are the events in hand, not read back."""
-        appended: list[RecordedEvent] = transaction_state(conn).get(_APPENDED, [])
-        if appended and appended[0].position == position + 1:
-            return appended[:limit]
         return [_recorded(row) for row in conn.execute(_AFTER, {"position": position, "limit": limit})]
 
     def iter_all(self, batch_size: int = 1_000) -> Iterator[RecordedEvent]:

@@ -17,9 +17,9 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
-from sqlalchemy import Connection, Select, bindparam, delete, or_, select, update
+from sqlalchemy import Connection, bindparam, delete, exists, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -82,8 +82,14 @@ class Projector:
             projection_checkpoints.outerjoin(projection_faults, projection_faults.c.projection == projection_checkpoints.c.name)
         ).where(named).order_by(projection_checkpoints.c.name)
         self._lock_all = checkpoints.with_for_update(of=projection_checkpoints)
-        self._lock_all_now = checkpoints.with_for_update(of=projection_checkpoints, skip_locked=True)  # or skip
         self._save_all = update(projection_checkpoints).where(named).values(position=bindparam("position"))
+        # a command's step: every checkpoint from ``start`` to ``reached`` in one statement, or none of them
+        # (one stands elsewhere, is locked by another catch-up, or a projection has a fault to clear)
+        free = select(projection_checkpoints.c.name).where(named, projection_checkpoints.c.position == bindparam("start"))
+        free_now = select(func.count()).select_from(free.with_for_update(skip_locked=True).subquery()).scalar_subquery()
+        faulted = exists().where(or_(*(projection_faults.c.projection == projection.name for projection in projections)))
+        self._advance_all = update(projection_checkpoints).where(named, free_now == len(projections), ~faulted) \
+            .values(position=bindparam("reached"))
 
     def catch_up(self) -> int:
         """Apply every event not yet projected; return the lowest checkpoint reached.
@@ -92,19 +98,28 @@ class Projector:
         read of the log and one checkpoint write for all of them. A projection that fails, or stands
         elsewhere, is caught up on its own, so the others go on.
         """
-        reached = self._catch_up_together(self._lock_all)
+        reached = self._catch_up_together()
         if reached is not None:
             return reached
         return min(self._catch_up(projection) for projection in self._in_lock_order)
 
     def step(self, position: int) -> bool:
-        """Inside a command's transaction: one short step of every projection together, if it reaches
-        ``position`` without waiting (no checkpoint locked by another catch-up or a rebuild, less than a
-        batch to apply, nothing failing). False: nothing was written, catch up after the commit. A
-        projection that fails raises ``ProjectionStopped`` with its writes in the command's transaction,
-        which must roll back (no savepoint: it would cost every save two statements)."""
-        reached = self._catch_up_together(self._lock_all_now, isolated=False)
-        return reached is not None and reached >= position
+        """Inside a command's transaction: every projection applies the events it appended, up to
+        ``position``, if they all stood right before them (no backlog), without waiting (no checkpoint
+        locked by another catch-up or a rebuild) and with no fault recorded. False: nothing was written,
+        catch up after the commit. A projection that fails raises ``ProjectionStopped`` with its writes in
+        the command's transaction, which must roll back (no savepoint: it would cost every save two
+        statements)."""
+        with self.database.write() as conn:
+            appended = self.store.appended(conn)
+            if not appended or appended[-1].position != position or len(appended) > BATCH_SIZE:
+                return False
+            start = appended[0].position - 1
+            if conn.execute(self._advance_all, {"start": start, "reached": position}).rowcount != len(self.projections):
+                return False
+            for projection in self.projections:
+                self._apply(conn, projection, start, appended)
+            return True
 
     def checkpoint(self, projection_name: str) -> int:
         column = projection_checkpoints.c.position
@@ -176,14 +191,14 @@ class Projector:
             position = batch[-1].position
         return position
 
-    def _catch_up_together(self, lock: Select[Any], isolated: bool = True) -> int | None:
-        """Every projection from their common checkpoint to the head in one transaction (``isolated``: a
-        savepoint inside a command's): the position reached, or None to go projection by projection (they
-        stand apart, a checkpoint is locked elsewhere, the log holds more than a batch, or one of them cannot
-        apply an event, in which case nothing is kept; not ``isolated``, that raises ``ProjectionStopped``)."""
+    def _catch_up_together(self) -> int | None:
+        """Every projection from their common checkpoint to the head in one transaction (a savepoint inside
+        a command's): the position reached, or None to go projection by projection (they stand apart, a
+        checkpoint is locked elsewhere, the log holds more than a batch, or one of them cannot apply an
+        event, in which case nothing is kept)."""
         try:
-            with self.database.write(isolated=isolated) as conn:
-                rows = conn.execute(lock).all()
+            with self.database.write(isolated=True) as conn:
+                rows = conn.execute(self._lock_all).all()
                 found = {row.name: row.position for row in rows}
                 if len(found) < len(self.projections) or len(set(found.values())) != 1:
                     return None
@@ -198,8 +213,6 @@ class Projector:
                     conn.execute(_CLEAR_FAULTS, {"names": list(found), "position": reached})
                 return reached
         except ProjectionStopped:
-            if not isolated:
-                raise
             return None
 
     def _catch_up(self, projection: Projection) -> int:

@@ -1,8 +1,9 @@
 """A command is one transaction: its load, decision, append and in-process projection commit together.
 
 On SQLite and on the real PostgreSQL: one commit per save, the read model and its checkpoint move with the
-append, a projection that fails rolls back alone (the append stands), an idempotency claim that fails takes
-nothing with it, and the ``Database.unit`` underneath keeps its promises.
+append, a projection that fails is rolled back with the command, which runs again without it (the append
+stands), an idempotency claim that fails takes nothing with it, and the ``Database.unit`` underneath keeps
+its promises.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from commands.model import SaveMemory
 from events.idempotency import IdempotencyClaim, IdempotencyKeyTaken
 from events.types import EventMetadata, MemorySaved, memory_stream_id
 from memoryd.domain import Memory, Namespace
-from memoryd.schema import events, projection_checkpoints
+from memoryd.schema import events, projection_checkpoints, projection_faults
 from tests.conftest import make_services
 from tests.helpers import table_rows
 
@@ -47,7 +48,7 @@ def test_a_save_is_one_transaction_that_moves_the_read_model_and_its_checkpoint(
     assert any_services.projector.checkpoint("projects") == updated.position
 
 
-def test_a_projection_that_fails_rolls_back_alone_and_the_append_stands(any_services, monkeypatch):
+def test_a_projection_that_fails_is_rolled_back_and_the_append_stands(any_services, monkeypatch):
     save(any_services, "before")
 
     def broken(conn, recorded):
@@ -66,6 +67,21 @@ def test_a_projection_that_fails_rolls_back_alone_and_the_append_stands(any_serv
 
     any_services.projector.catch_up()  # the next catch-up projects what the broken one could not
     assert sorted(row["name"] for row in table_rows(any_services)) == ["before", "during"]
+
+
+def test_a_save_behind_a_recorded_fault_leaves_projecting_to_a_catch_up_that_clears_the_fault(any_services):
+    """The step inside a command moves the checkpoints only if no fault is recorded: a fault left behind
+    by a catch-up that lost a race is cleared by the catch-up after the commit, not kept forever."""
+    first = save(any_services, "first")
+    with any_services.database.write() as conn:
+        conn.execute(insert(projection_faults).values(projection="structured_memories", position=first.position,
+                                                      event_type="memory.save", error="stale", recorded_at="t"))
+    seen = transactions(any_services)
+    second = save(any_services, "second")
+    assert seen == ["commit", "commit"]  # the command's, then the catch-up's
+    assert any_services.projector.faults() == []
+    assert any_services.projector.checkpoint("structured_memories") == second.position
+    assert sorted(row["name"] for row in table_rows(any_services)) == ["first", "second"]
 
 
 def test_a_claim_that_fails_takes_the_append_and_the_projection_with_it(any_services):
