@@ -8,7 +8,7 @@ values they produce).
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from memoryd.errors import ValidationError
@@ -38,11 +38,14 @@ class Memory:
     updated: str
 
     def to_dict(self) -> dict[str, str]:
-        return asdict(self)
+        return {name: getattr(self, name) for name in _MEMORY_FIELDS}  # not asdict: it deep-copies every string
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Memory:
         return cls(**{field: str(data[field]) for field in cls.__dataclass_fields__})
+
+
+_MEMORY_FIELDS = tuple(field.name for field in fields(Memory))
 
 
 def normalize_name(raw: str) -> str:
