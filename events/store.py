@@ -100,6 +100,7 @@ _HEAD = select(event_head.c.position, event_head.c.hash).where(event_head.c.log 
 _NEWEST = select(events.c.position, events.c.hash).order_by(events.c.position.desc()).limit(1)
 _MOVE_HEAD = update(event_head).where(event_head.c.log == "events").values(
     position=bindparam("head_position"), hash=bindparam("head_hash"))
+_INSERT_MOVING_HEAD = insert(events).add_cte(_MOVE_HEAD.cte("moved_head"))  # PostgreSQL: one round trip, not two
 _REDACT = update(events).where(events.c.position == bindparam("at")).values(
     payload=bindparam("stub"), stream_id=bindparam("erased_stream"))
 _HOLDING = "append lock"  # in a transaction's state: it holds the append lock
@@ -163,8 +164,12 @@ class EventStore:
         take_append_lock(conn)
         head = conn.execute(_HEAD).one()
         sealed = list(chained(head.hash, head.position + 1, rows))
-        conn.execute(_INSERT, sealed)
-        conn.execute(_MOVE_HEAD, {"head_position": sealed[-1]["position"], "head_hash": sealed[-1]["hash"]})
+        moved = {"head_position": sealed[-1]["position"], "head_hash": sealed[-1]["hash"]}
+        if conn.dialect.name == "postgresql" and len(sealed) == 1:
+            conn.execute(_INSERT_MOVING_HEAD, sealed[0] | moved)
+        else:
+            conn.execute(_INSERT, sealed)
+            conn.execute(_MOVE_HEAD, moved)
         transaction_state(conn).setdefault(_APPENDED, []).extend(_sealed_event(row) for row in sealed)
         return [row["position"] for row in sealed]
 
