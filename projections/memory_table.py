@@ -69,5 +69,5 @@ class MemoryTableProjection:
         return self._upserts[dialect]
 
     def reset(self, conn: Connection) -> None:
+        conn.execute(delete(memory_counts))  # first: the rows' triggers then find no count to take from
         conn.execute(delete(structured_memories))
-        conn.execute(delete(memory_counts))  # the triggers have emptied it; rows written outside them go too
