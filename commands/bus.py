@@ -133,8 +133,8 @@ class CommandBus:
 
         A projection that fails in it takes the whole transaction back (no savepoint per command guards the
         append from it), and the command runs again without it: a projection's failure never fails a write."""
-        project = True
-        for attempt in range(MAX_ATTEMPTS):
+        project, conflicts = True, 0
+        while True:
             try:
                 with self.deps.store.database.unit() as conn:
                     self.deps.store.hold_appends(conn)  # decided on a state that stays the stream's until commit
@@ -143,11 +143,12 @@ class CommandBus:
                     projected = project and position is not None and self._appending(position)
                 return outcome, projected
             except ConcurrencyConflict as conflict:
-                lost = conflict
-                time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
-            except _ProjectAfterCommit:
+                conflicts += 1
+                if conflicts >= MAX_ATTEMPTS:
+                    raise Conflict(f"too many concurrent writes ({conflict}); try again") from conflict
+                time.sleep(random.uniform(0, 0.002 * conflicts))
+            except _ProjectAfterCommit:  # once at most: the next run has no step to fail
                 project = False
-        raise Conflict(f"too many concurrent writes ({lost}); try again")
 
     def _appending(self, position: int) -> bool:
         try:

@@ -247,8 +247,9 @@ class EventStore:
             return conn.execute(_STREAM_OF_MEMORY, {"memory_id": memory_id}).scalar()
 
     def appended(self, conn: Connection) -> list[RecordedEvent]:
-        """The events ``conn``'s transaction appended, in position order, as read back (they are the log's
-        newest: the transaction holds the append lock); an in-process projection applies them from here."""
+        """The events ``conn``'s transaction appended, in position order, as stored (they are the log's newest:
+        the transaction holds the append lock); an in-process projection applies them from here. Empty
+        after a savepoint rolled back (what it appended is gone): the projection then reads the log."""
         return list(transaction_state(conn).get(_APPENDED, []))
 
     def read_after(self, conn: Connection, position: int, limit: int) -> list[RecordedEvent]:
@@ -343,7 +344,6 @@ class EventStore:
         """(In the erasure at ``erased_by``'s transaction) Replace the payloads of the events at ``memory_of``'s
         positions by content-free stubs and their stream ids (which name the memory) by digests: the one
         change the log ever takes. The chain keeps verifying (``events/chain.py``)."""
-        transaction_state(conn).pop(_APPENDED, None)  # what this transaction appended may change: read it back
         positions = sorted(memory_of)
         for first in range(0, len(positions), AT_ONCE):  # databases cap bound parameters
             chunk = positions[first:first + AT_ONCE]

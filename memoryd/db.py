@@ -23,7 +23,9 @@ _TRANSACTION_STATE = "memoryd_transaction_state"  # in a connection's info: (its
 
 def transaction_state(conn: Connection) -> dict[str, Any]:
     """A dict that lives as long as ``conn``'s current transaction: what the transaction holds (the append
-    lock) or wrote (the events it appended), forgotten when it commits or rolls back."""
+    lock) or wrote (the events it appended), forgotten when it commits or rolls back, and when one of its
+    savepoints rolls back (which may have released a lock or dropped rows): what it held is then taken again
+    or read back."""
     transaction = conn.get_transaction()
     held = conn.info.get(_TRANSACTION_STATE)
     if held is None or held[0] is not transaction:
@@ -31,7 +33,7 @@ def transaction_state(conn: Connection) -> dict[str, Any]:
     return held[1]
 
 
-def _forget_transaction_state(conn: Connection) -> None:
+def _forget_transaction_state(conn: Connection, *_savepoint: Any) -> None:
     conn.info.pop(_TRANSACTION_STATE, None)
 
 
@@ -162,7 +164,7 @@ def _create_engine(url: str) -> Engine:
 
 
 def _forgetting(engine: Engine) -> Engine:
-    for ended in ("commit", "rollback"):
+    for ended in ("commit", "rollback", "rollback_savepoint"):
         event.listen(engine, ended, _forget_transaction_state)
     return engine
 

@@ -80,8 +80,9 @@ for _name, _columns in {"namespace": ("scope", "scope_id"), "namespace_type": ("
                         "scope": ("scope",), "scope_type": ("scope", "type"), "type": ("type",), "all": ()}.items():
     Index(f"ix_structured_memories_{_name}_newest", *(structured_memories.c[c] for c in _columns), *_NEWEST)
 
-# Live memories per namespace and type, kept by the structured_memories projection in the same transaction
-# as the rows, so a count (the admin list's total) adds a few rows instead of scanning the table.
+# Live memories per namespace and type, kept by triggers on structured_memories (migration 0012) in the
+# statement that writes a row, so a count (the admin list's total) adds a few rows instead of scanning the
+# table. A migration that rebuilds structured_memories on SQLite (batch mode) must create them again.
 memory_counts = Table(
     "memory_counts",
     metadata,

@@ -6,7 +6,8 @@ event's full memory, so applying the same event twice leaves the same row.
 reads may bump them later, and a write keeps the count. The counts per
 namespace and type are kept by the table's own triggers (migration 0012):
 they move only when a row appears, goes or changes type, so they are as
-idempotent as the rows, and a save writes one row, not three.
+idempotent as the rows, and a save writes its row alone (the count row follows
+in the same statement).
 """
 
 from __future__ import annotations

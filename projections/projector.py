@@ -106,10 +106,10 @@ class Projector:
     def step(self, position: int) -> bool:
         """Inside a command's transaction: every projection applies the events it appended, up to
         ``position``, if they all stood right before them (no backlog), without waiting (no checkpoint
-        locked by another catch-up or a rebuild) and with no fault recorded. False: nothing was written,
-        catch up after the commit. A projection that fails raises ``ProjectionStopped`` with its writes in
-        the command's transaction, which must roll back (no savepoint: it would cost every save two
-        statements)."""
+        locked by another catch-up or a rebuild) and with no fault recorded. False: nothing was written (on
+        PostgreSQL the checkpoint rows it could lock stay locked until the commit); catch up after it. A
+        projection that fails raises ``ProjectionStopped`` with its writes in the command's transaction,
+        which must roll back (no savepoint: it would cost every save two statements)."""
         with self.database.write() as conn:
             appended = self.store.appended(conn)
             if not appended or appended[-1].position != position or len(appended) > BATCH_SIZE:
@@ -192,10 +192,10 @@ class Projector:
         return position
 
     def _catch_up_together(self) -> int | None:
-        """Every projection from their common checkpoint to the head in one transaction (a savepoint inside
-        a command's): the position reached, or None to go projection by projection (they stand apart, a
-        checkpoint is locked elsewhere, the log holds more than a batch, or one of them cannot apply an
-        event, in which case nothing is kept)."""
+        """Every projection from their common checkpoint to the head in one transaction: the position
+        reached, or None to go projection by projection (they stand apart, a checkpoint is locked elsewhere,
+        the log holds more than a batch, or one of them cannot apply an event, in which case nothing is
+        kept)."""
         try:
             with self.database.write(isolated=True) as conn:
                 rows = conn.execute(self._lock_all).all()

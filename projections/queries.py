@@ -130,7 +130,7 @@ def iter_memories(conn: Connection, page: int = 1_000) -> Iterator[dict[str, Any
 
 
 def count_memories(conn: Connection, where: MemoryFilter) -> int:
-    """How many memories ``where`` admits, from the counts the projection keeps (no table scan)."""
+    """How many memories ``where`` admits, from the counts the table's triggers keep (no table scan)."""
     query = select(func.coalesce(func.sum(memory_counts.c.count), 0))
     if where.type:
         query = query.where(memory_counts.c.type == where.type)

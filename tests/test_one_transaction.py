@@ -84,6 +84,35 @@ def test_a_save_behind_a_recorded_fault_leaves_projecting_to_a_catch_up_that_cle
     assert sorted(row["name"] for row in table_rows(any_services)) == ["first", "second"]
 
 
+def test_an_erasure_takes_the_rows_in_its_own_transaction(any_services):
+    from commands.erasure import EraseMemories
+
+    kept, erased = save(any_services, "kept"), save(any_services, "erased_note")
+    seen = transactions(any_services)
+    outcome = any_services.bus.handle(EraseMemories({"memory_id": erased.memory.memory_id}, "asked"), EventMetadata())
+    assert seen == ["commit"]  # the rows went with the erasure's commit, not in a catch-up after it
+    assert [row["name"] for row in table_rows(any_services)] == [kept.memory.name]
+    assert any_services.projector.checkpoint("structured_memories") == outcome.position
+
+
+def test_a_rolled_back_savepoint_leaves_no_appended_event_for_the_step_to_apply(any_services):
+    """What a savepoint appended and rolled back is not in the log: the step must not apply it from memory."""
+    save(any_services, "first")
+    database, store = any_services.database, any_services.store
+    row = {"stream_id": "unit-test", "stream_version": 1, "event_type": "test.event", "schema_version": 1,
+           "payload": {}, "meta": {}, "recorded_at": "2026-01-01T00:00:00Z"}
+    with database.unit() as conn:
+        store.hold_appends(conn)
+        with pytest.raises(ZeroDivisionError), database.write(isolated=True) as inner:
+            store._append_sealed(inner, [row])
+            _ = 1 / 0
+        assert store.appended(conn) == []
+        position = store.append_rows([row])[-1]
+        assert [event.position for event in store.appended(conn)] == [position]
+        assert any_services.projector.step(position)
+    assert store.verify_chain().ok
+
+
 def test_a_claim_that_fails_takes_the_append_and_the_projection_with_it(any_services):
     first = save(any_services, "once")
     unclaimed = IdempotencyClaim("caller", "key-1", "fingerprint")  # an attempt that does not hold the key
