@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections.abc import Mapping
+from pathlib import Path
 
 from redis import Redis
 from rq import Queue
@@ -20,7 +21,7 @@ from memoryd.app.services import Services
 from memoryd.app.tool import MemoryTool
 from memoryd.app.turn import TurnComposer
 from memoryd.app.workstreams import Workstreams
-from memoryd.config import Config
+from memoryd.config import Config, default_snapshot_dir
 from memoryd.db import Database
 from memoryd.directory import TOKEN_SCOPES, Directory
 from memoryd.sessions import Sessions
@@ -49,7 +50,9 @@ def build_services(config: Config) -> Services:
     directory = Directory(database)
     bus = CommandBus(Dependencies(store=store, locator=MemoryLocator(database), users=directory), dispatcher,
                      idempotency)
-    search = SearchService(store, config.search.k1, config.search.b)
+    snapshots = Path(config.search.snapshot_dir) if config.search.snapshot_dir else \
+        default_snapshot_dir(config.storage.database_url)
+    search = SearchService(store, config.search.k1, config.search.b, snapshots)
     tool = MemoryTool(bus, store, database, directory, search, config.memory.max_content)
     turns = TurnComposer(store, database, directory, search, config.memory)
     erasures = Erasures(bus, store, projector, search, config.server.write_wait_ms / 1000)

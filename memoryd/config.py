@@ -7,6 +7,7 @@ start-up with a ``ConfigError`` that names the key.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tomllib
 from collections.abc import Callable, Mapping
@@ -22,6 +23,14 @@ def default_database_url(environ: Mapping[str, str] | None = None) -> str:
     environ = os.environ if environ is None else environ
     base = environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return f"sqlite:///{Path(base) / 'memoryd' / 'memoryd.db'}"
+
+
+def default_snapshot_dir(database_url: str, environ: Mapping[str, str] | None = None) -> Path:
+    """Where this host keeps the search snapshot files of one database: the user's cache directory (XDG),
+    one folder per database URL, which every API process on the host shares."""
+    environ = os.environ if environ is None else environ
+    base = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "memoryd" / "search" / hashlib.sha256(database_url.encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -62,11 +71,12 @@ class WorkerSettings:
 
 @dataclass(frozen=True)
 class SearchSettings:
-    """Okapi BM25 parameters."""
+    """Okapi BM25 parameters, and the index's snapshots."""
 
     k1: float = 1.5
     b: float = 0.75
     snapshot_every: int = 10_000  # workers store a new index snapshot after this many events
+    snapshot_dir: str = ""  # where API processes keep the snapshot file they map; empty: default_snapshot_dir
 
 
 @dataclass(frozen=True)
@@ -155,6 +165,7 @@ _KEYS = (
     _Key("search", "k1", _number(0.0, 10.0)),
     _Key("search", "b", _number(0.0, 1.0)),
     _Key("search", "snapshot_every", _integer(1)),
+    _Key("search", "snapshot_dir", _string, "MEMORYD_SNAPSHOT_DIR"),
 )
 _SECTIONS = {"memory": MemorySettings, "server": ServerSettings, "storage": StorageSettings, "workers": WorkerSettings,
              "search": SearchSettings}

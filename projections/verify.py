@@ -70,12 +70,19 @@ class ReadModelVerifier:
     def search_snapshot(self) -> Verified | None:
         """The newest stored search snapshot (what API processes start from) beside the log replayed to its
         position; None when no snapshot is stored."""
-        query = select(search_snapshots.c.data).order_by(search_snapshots.c.position.desc()).limit(1)
+        query = select(search_snapshots.c.position, search_snapshots.c.data) \
+            .order_by(search_snapshots.c.position.desc()).limit(1)
         with self.database.read() as conn:
-            blob = conn.execute(query).scalar()
-        if blob is None:
+            row = conn.execute(query).first()
+        if row is None:
             return None
-        stored = snapshot.load(blob)
+        try:
+            stored = snapshot.load(row.data)
+        except (snapshot.SnapshotFormatError, snapshot.SnapshotCorrupt) as error:
+            return Verified("search snapshot", row.position, 0, "refused", "", 1, [f"the stored snapshot: {error}"])
+        if stored.log_hash != self.search.log_hash(stored.position):
+            return Verified("search snapshot", row.position, 0, "refused", "", 1,
+                            ["the stored snapshot was taken of another log (its log hash differs)"])
         replayed = snapshot.load(self.search.replayed(stored.position).to_bytes())
         comparison = _Comparison("search snapshot", stored.position)
         comparison.add("documents", _keyed(snapshot.documents(stored)), _keyed(snapshot.documents(replayed)))

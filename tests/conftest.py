@@ -36,6 +36,18 @@ REDIS_URL = os.environ.get("MEMORYD_TEST_REDIS_URL", f"redis://127.0.0.1:6379/{1
 UNDER_CI = os.environ.get("CI", "").lower() == "true"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _snapshot_files_in_a_temporary_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Search snapshot files go to the user's cache directory: during tests, to one that is thrown away."""
+    before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if before is None:
+        os.environ.pop("XDG_CACHE_HOME")
+    else:
+        os.environ["XDG_CACHE_HOME"] = before
+
+
 def _postgres_unavailable() -> str | None:
     engine = create_engine(POSTGRES_URL)
     try:

@@ -51,7 +51,8 @@ def test_a_search_snapshot_round_trips_through_the_database(any_services: Servic
     expected = any_services.search.search(everything, "beta", 10)
 
     position = any_services.search.save_snapshot()
-    restarted = SearchService(any_services.store, any_services.config.search.k1, any_services.config.search.b)
+    restarted = SearchService(any_services.store, any_services.config.search.k1, any_services.config.search.b,
+                              any_services.search.files.directory)
 
     assert position == any_services.store.head_position()
     assert restarted.snapshot_position() == position

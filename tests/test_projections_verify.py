@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 from sqlalchemy import delete, update
 
@@ -71,11 +72,27 @@ def test_a_stored_snapshot_that_is_not_the_log_s_is_caught(any_services):
     stale.position = head  # stamped with the head's position: a snapshot that is not the log's
     with any_services.database.write() as conn:
         conn.execute(search_snapshots.insert().values(position=head, created="2026-12-01T00:00:00",
-                                                      data=stale.to_bytes()))
+                                                      data=stale.to_bytes(any_services.search.log_hash(head))))
     result = _verify(any_services)
     assert result.exit_code == 1
     assert f"search snapshot: DIFFERENT at position {head}, 12 compared" in result.output
     assert "2 differ" in result.output  # note_3 changed type and content, note_5 was deleted
+
+
+@pytest.mark.parametrize("damage", ["corrupt", "another log"])
+def test_a_stored_snapshot_that_fails_its_checks_is_reported_not_compared(any_services, damage):
+    _history(any_services)
+    head = any_services.store.head_position()
+    index = any_services.search.replayed(head)
+    blob = bytearray(index.to_bytes(any_services.search.log_hash(head) if damage == "corrupt" else "0" * 64))
+    if damage == "corrupt":
+        blob[len(blob) // 2] ^= 0x01
+    with any_services.database.write() as conn:
+        conn.execute(search_snapshots.insert().values(position=head, created="2026-12-01T00:00:00", data=bytes(blob)))
+    result = _verify(any_services)
+    assert result.exit_code == 1
+    assert f"search snapshot: DIFFERENT at position {head}" in result.output
+    assert ("checksum" if damage == "corrupt" else "another log") in result.output
 
 
 def test_it_runs_beside_writers_and_compares_at_one_position(any_services):

@@ -108,7 +108,9 @@ class Erasures:
         with self.database.read() as conn:
             older = conn.execute(select(func.count()).select_from(search_snapshots)
                                  .where(search_snapshots.c.position < position)).scalar_one()
-        return Check("search snapshots", older == 0, f"{older} stored snapshots taken before the erasure")
+        files = len(self.search.files.before(position))
+        return Check("search snapshots", older == 0 and files == 0,
+                     f"{older} stored snapshots taken before the erasure, {files} files of them on this host")
 
     def _answers(self, positions: list[int]) -> Check:
         left = self._counted(idempotency_keys.c.position, positions)

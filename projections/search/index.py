@@ -29,6 +29,7 @@ from events.types import MEMORY_EVENTS, ErasedEvent, MemoriesErased, MemoryDelet
 from memoryd.domain import Memory
 from projections.filters import MemoryFilter
 from projections.search.gathered import Flat, Gathered
+from projections.search.labels import Labels, SlotsById
 from projections.search.merging import Merges
 from projections.search.parts import Delta, Segment, build
 from projections.search.ranking import K1, B, idf, tokenize
@@ -190,9 +191,11 @@ class SearchIndex(Merges):
                 "numpy: per-slot length, type, namespace, alive, location, version, recency": sum(
                     array.nbytes for array in (self._length, self._type, self._namespace, self._alive, self._part_of,
                                                self._document_of, self._version, self._recency)),
-                "python: memory ids (list + str), id -> slot dict": strings(self._memory_ids, self._memory_ids)
-                + size(self._slot_of) + sum(size(key) for key in self._slot_of),
-                "python: updated timestamps (list + str)": strings(self._updated, self._updated),
+                "numpy: a snapshot's memory ids and updated times (by slot, and the ids sorted)": sum(
+                    labels.shared_bytes() for labels in (self._memory_ids, self._updated, self._slot_of)),
+                "python: memory ids and id -> slot since the snapshot (or all, without one)":
+                    self._memory_ids.private_bytes() + self._slot_of.private_bytes(),
+                "python: updated timestamps since the snapshot": self._updated.private_bytes(),
                 "python: vocabulary dict (+ words)": strings(self._vocabulary, self._vocabulary),
                 "python: deltas (dict of lists of ints), free slots": delta,
                 "python: namespace numbers, keys and counters": size(self._namespace_numbers) + size(self._by_scope)
@@ -252,42 +255,59 @@ class SearchIndex(Merges):
 
     # -- snapshots -------------------------------------------------------------
 
-    def to_bytes(self) -> bytes:
-        """The whole index as one snapshot blob (one segment), to start other processes fast."""
+    def to_bytes(self, log_hash: str = "") -> bytes:
+        """The whole index as one snapshot (one segment), to start other processes fast; ``log_hash`` is the
+        hash of the log's event at the index's position (which log the snapshot belongs to)."""
         with self._lock:
             self._freeze_if_filled()
             parts = [part for part in self._parts if part is not self._delta]
             sources = self._capture(parts)
             position, words = self.position, list(self._vocabulary)
             keys = sorted(self._namespace_numbers, key=self._namespace_numbers.__getitem__)
-            memory_ids, updated, versions = list(self._memory_ids), list(self._updated), self._version.copy()
+            memory_ids, updated = list(self._memory_ids), list(self._updated)
+            versions, recency = self._version.copy(), self._recency.copy()
         segment = build(0, sources, len(words), self._tuning.pack_limit)
-        slots = segment.slots.tolist()
-        return snapshot.dump(snapshot.Snapshot(position, words, keys, [memory_ids[slot] or "" for slot in slots],
-                                               [updated[slot] for slot in slots], versions[segment.slots], segment))
+        documents, held = segment.documents, segment.slots.tolist()
+        capacity = documents + max(1_024, documents // 4)  # room for new memories before the arrays are copied
+
+        def by_slot(values: np.ndarray, dtype: type) -> np.ndarray:
+            filled: np.ndarray = np.zeros(capacity, dtype)
+            filled[:documents] = values
+            return filled
+
+        slot = {"length": by_slot(segment.lengths, np.int32), "type": by_slot(segment.types, np.uint8),
+                "namespace": by_slot(np.repeat(segment.namespaces, np.diff(segment.starts)), np.int32),
+                "alive": by_slot(np.ones(documents, bool), bool), "part": np.zeros(capacity, np.int32),
+                "document": by_slot(np.arange(documents), np.int32), "version": by_slot(versions[segment.slots], np.int64),
+                "recency": by_slot(recency[segment.slots], np.int64)}
+        ids = _fixed_width([memory_ids[slot] or "" for slot in held])
+        order = np.argsort(ids, kind="stable").astype(np.int32)
+        times = _fixed_width([updated[slot] or "" for slot in held])
+        segment.slots = np.arange(documents, dtype=np.int32)  # a snapshot's document d is its slot d
+        return snapshot.dump(snapshot.Snapshot(position, log_hash, words, keys, segment, slot, ids, times, ids[order],
+                                               order))
 
     @classmethod
     def from_bytes(cls, blob: bytes, k1: float = K1, b: float = B, tuning: Tuning | None = None) -> SearchIndex:
         """An index restored from ``to_bytes``; ``SnapshotFormatError`` if another version wrote it."""
-        loaded = snapshot.load(blob)
-        index = cls(k1, b, tuning)
+        return cls.from_snapshot(snapshot.load(blob), k1, b, tuning)
+
+    @classmethod
+    def from_snapshot(cls, loaded: snapshot.Snapshot, k1: float = K1, b: float = B,
+                      tuning: Tuning | None = None) -> SearchIndex:
+        """An index that starts from ``loaded``'s arrays as they are: nothing per memory is copied, so an index
+        from a memory-mapped snapshot shares its pages with every other process mapping that file."""
+        index = cls(k1, b, tuning, first_part=1)
         index.position = loaded.position
         index._vocabulary = {word: term_id for term_id, word in enumerate(loaded.words)}
         for key in loaded.keys:
             index._namespace_number(key)
-        segment = loaded.segment
-        segment.number = next(index._numbers)
-        documents = segment.documents
-        index._memory_ids = list(loaded.memory_ids)
-        index._updated = loaded.updated
-        index._slot_of = {memory_id: slot for slot, memory_id in enumerate(loaded.memory_ids)}
-        index._grow(documents + 1)
-        namespaces = np.repeat(segment.namespaces, np.diff(segment.starts))
-        index._length[:documents], index._type[:documents] = segment.lengths, segment.types
-        index._namespace[:documents], index._alive[:documents] = namespaces, True
-        index._part_of[:documents], index._document_of[:documents] = segment.number, segment.slots
-        index._version[:documents] = loaded.versions
-        index._recency[:documents] = [recency_key(updated) for updated in loaded.updated]
+        segment, documents = loaded.segment, loaded.documents
+        index._memory_ids, index._updated = Labels(loaded.memory_ids), Labels(loaded.updated)
+        index._slot_of = SlotsById(loaded.sorted_ids, loaded.sorted_slots)
+        for name, values in loaded.slot.items():
+            setattr(index, f"_{name}" if name not in ("part", "document") else f"_{name}_of", values)
+        namespaces = loaded.slot["namespace"][:documents]
         spaces, by_type = len(index._documents), [segment.types == code for code in range(ALL_TYPES)] + [slice(None)]
         index._documents = np.stack([np.bincount(namespaces[chosen], minlength=spaces)
                                      for chosen in by_type], axis=1).tolist()
@@ -485,6 +505,11 @@ class SearchIndex(Merges):
             slots, scores = slots[keep], scores[keep]
         ranked = [(float(score), int(slot)) for score, slot in zip(scores.tolist(), slots.tolist()) if score > 0]
         ranked.sort(key=lambda pair: self._memory_ids[pair[1]] or "")
-        ranked.sort(key=lambda pair: self._updated[pair[1]], reverse=True)
+        ranked.sort(key=lambda pair: self._updated[pair[1]] or "", reverse=True)
         ranked.sort(key=lambda pair: pair[0], reverse=True)
         return [Hit(self._memory_ids[slot] or "", score) for score, slot in ranked[:limit]]
+
+
+def _fixed_width(strings: list[str]) -> np.ndarray:
+    """Strings as one array of fixed-width bytes (numpy ``S``), which maps from a file and sorts by byte."""
+    return np.array([string.encode() for string in strings], "S") if strings else np.empty(0, "S1")

@@ -145,6 +145,8 @@ def build(number: int, sources: list[Source], vocabulary_size: int, pack_limit: 
     sort (timsort) mostly merges runs. Keys too large to pack fall back to an argsort.
     """
     segment = Segment(number)
+    if not sources:  # an index that never held a memory
+        return segment
     live = [np.flatnonzero(source.alive) for source in sources]
 
     def kept(name: str) -> np.ndarray:

@@ -1,8 +1,9 @@
 """This process's search index, fed from the log and rebuildable with an atomic swap.
 
-Each API process holds its own ``SearchIndex``. On first use it loads the
+Each API process holds its own ``SearchIndex``. On first use it maps the
 newest snapshot (which workers and ``memoryd projections rebuild search``
-write) or starts empty, then follows the log: before every search it applies
+store) from this host's file of it, which every process on the host shares
+(``snapshot_files``), or starts empty; then it follows the log: before every search it applies
 whatever was committed since, so a search always sees every committed write
 (one indexed range read when there is nothing new). A rebuild fills a fresh
 index from the log while the old one keeps serving, catches it up, then swaps
@@ -19,10 +20,12 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, delete, func, insert, select
 
+import projections.search.snapshot as snapshot
 from events.erasure import newest_erasure
 from events.store import EventStore
 from events.streams import memory_versions
@@ -33,7 +36,8 @@ from projections.filters import MemoryFilter
 from projections.projector import Fault, ProjectionStopped
 from projections.queries import memories_in_order
 from projections.search.index import Candidates, Hit, IndexShape, SearchIndex
-from projections.search.snapshot import SnapshotFormatError
+from projections.search.snapshot import SnapshotCorrupt, SnapshotFormatError
+from projections.search.snapshot_files import SnapshotFiles
 
 PAGE = 2_000
 NAME = "search"
@@ -43,8 +47,9 @@ Progress = Callable[[int], None]  # called with the number of events just applie
 
 
 class SearchService:
-    def __init__(self, store: EventStore, k1: float, b: float) -> None:
+    def __init__(self, store: EventStore, k1: float, b: float, snapshot_dir: Path) -> None:
         self.store = store
+        self.files = SnapshotFiles(snapshot_dir)
         self.k1, self.b = k1, b
         self._index: SearchIndex | None = None
         self._following = threading.Lock()  # one catch-up at a time; others wait for it
@@ -96,6 +101,8 @@ class SearchService:
                 self._index = self.newest_snapshot() or SearchIndex(self.k1, self.b)
             fault = self._feed(self._index)
             if self._index.held_erased:  # its parts still hold what an erasure took out: from the log again
+                with self.store.database.read() as conn:
+                    self.files.remove_before(newest_erasure(conn))  # and this host's files of earlier snapshots
                 self._index = self._from_the_log()
                 log.warning("the search index was built again from the log after an erasure (position %d)",
                             self._index.position)
@@ -135,7 +142,7 @@ class SearchService:
                 log.warning("no search snapshot stored: the index is stopped at position %d, before an erasure",
                             reached)
                 return self.snapshot_position()
-            reached, blob = index.position, index.to_bytes()
+            reached, blob = index.position, index.to_bytes(self.log_hash(index.position))
             with self.store.database.write() as conn:
                 self.store.hold_appends(conn)  # no erasure commits between the check and the insert
                 if newest_erasure(conn) > index.position:  # it may hold what the erasure took out: again
@@ -150,17 +157,45 @@ class SearchService:
             return int(conn.execute(select(func.coalesce(func.max(search_snapshots.c.position), 0))).scalar_one())
 
     def newest_snapshot(self) -> SearchIndex | None:
-        """The index the newest stored snapshot holds; None if there is none, or another version wrote it."""
-        query = select(search_snapshots.c.data).order_by(search_snapshots.c.position.desc()).limit(1)
+        """The index the newest stored snapshot holds, mapped from this host's file of it (written from the
+        database first if need be); None if there is none, or it was refused: another index version, bytes
+        that fail its checksum, or a snapshot of another log."""
+        newest = select(search_snapshots.c.position, func.substr(search_snapshots.c.data, 1, snapshot.HEADER_BYTES)) \
+            .order_by(search_snapshots.c.position.desc()).limit(1)
         with self.store.database.read() as conn:  # never one taken before an erasure: it holds what was erased
-            blob = conn.execute(query.where(search_snapshots.c.position >= newest_erasure(conn))).scalar()
-        if blob is None:
+            row = conn.execute(newest.where(search_snapshots.c.position >= newest_erasure(conn))).first()
+        if row is None:
             return None
+        position, header = int(row[0]), bytes(row[1])
         try:
-            return SearchIndex.from_bytes(blob, self.k1, self.b)
-        except SnapshotFormatError:
-            log.warning("search snapshot written by another memoryd version; building the index from the log")
+            loaded = self.files.open(position, snapshot.digest(header)) or self._fetched(position)
+        except (SnapshotFormatError, SnapshotCorrupt) as error:
+            log.warning("search snapshot at position %d refused (%s); building the index from the log", position, error)
             return None
+        if loaded.position != position or loaded.log_hash != self.log_hash(position):
+            log.warning("search snapshot at position %d refused: it was taken of another log; building the index "
+                        "from the log", position)
+            self.files.refuse(self.files.path(position, loaded.checksum), "a snapshot of another log")
+            return None
+        return SearchIndex.from_snapshot(loaded, self.k1, self.b)
+
+    def _fetched(self, position: int) -> snapshot.Snapshot:
+        """The stored snapshot at ``position``, written to this host's file and mapped; read into this process
+        alone if the file cannot be written."""
+        with self.store.database.read() as conn:
+            blob = conn.execute(select(search_snapshots.c.data).where(search_snapshots.c.position == position)
+                                .order_by(search_snapshots.c.snapshot_id.desc()).limit(1)).scalar_one()
+        try:
+            return self.files.write(position, blob)
+        except OSError as error:
+            log.warning("cannot write the search snapshot to %s (%s): this process holds a copy of its own",
+                        self.files.directory, error)
+            return snapshot.load(blob)
+
+    def log_hash(self, position: int) -> str:
+        """The hash of the log's event at ``position``: what a snapshot of this log records."""
+        event = self.store.event_at(position) if position else None
+        return event.hash if event is not None else ""
 
     def rebuild(self, progress: Progress | None = None) -> SearchIndex:
         """Build a fresh index from the whole log, then swap it in once caught up."""
@@ -190,7 +225,9 @@ class SearchService:
         return memories_in_order(conn, [hit.memory_id for hit in self.search(where, query, limit)])
 
     def drop_snapshots_before(self, position: int) -> int:
-        """Delete the stored snapshots taken before ``position`` (an erasure's: they hold what it erased)."""
+        """Delete the stored snapshots taken before ``position`` (an erasure's: they hold what it erased), and
+        this host's files of them."""
+        self.files.remove_before(position)
         with self.store.database.write() as conn:
             return conn.execute(delete(search_snapshots).where(search_snapshots.c.position < position)).rowcount
 

@@ -1,72 +1,188 @@
-"""The snapshot format: a whole index as one ``.npz`` blob (no pickle), so other processes start fast.
+"""The snapshot format: a whole index as one file that every process on a host memory-maps.
 
-It holds one segment of every live memory, the vocabulary, the namespaces in
-number order, the log position each memory was indexed from and the one the
-whole snapshot reflects. ``format`` changes whenever the layout does; a blob
-of another format is refused (``SnapshotFormatError``) and the index is built
-from the log instead.
+A snapshot holds one segment of every live memory, the per-slot arrays an index
+starts with, the memory ids (by slot, and sorted for lookups), their ``updated``
+times, the vocabulary and the namespaces in number order. Stored in the
+database it is the same bytes as on disk, so a process writes the blob to a
+file once per host and every process maps that file: the pages are the page
+cache's, shared, and only what a process changes later (liveness, a merge's
+bookkeeping) becomes its own, copy-on-write.
+
+Layout, little-endian::
+
+    0   magic  b"memoryd-search\\0\\0"          16 bytes
+    16  format uint32, then 4 zero bytes
+    24  manifest length uint64
+    32  sha256 of every byte from offset 64 to the end
+    64  manifest (JSON), then each array at a page-aligned offset
+
+The manifest names the log position the snapshot reflects, the hash of the
+log's event at that position (so a snapshot of another database, or of a log
+since rewritten, is recognised) and each array's dtype, length and offset. A
+file with another magic or format is refused with ``SnapshotFormatError``, one
+whose bytes do not match its checksum with ``SnapshotCorrupt``; the index is
+then built from the log instead, never served from it.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
+import mmap
+import os
+import struct
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from events.chain import canonical
-from projections.search.parts import Segment, joined, split
+from projections.search.parts import Segment, split
 
-FORMAT = 3
-_ARRAYS = ("namespaces", "starts", "lengths", "types", "terms", "offsets", "docs", "tfs")
+FORMAT = 4
+MAGIC = b"memoryd-search\x00\x00"
+_HEADER = struct.Struct("<16sIxxxxQ32s")  # magic, format, manifest length, sha256 of the rest
+_BODY = 64  # where the checksummed part starts
+HEADER_BYTES = _BODY  # enough of a snapshot to read its format and checksum
+_PAGE = 4096
+SEGMENT_ARRAYS = ("namespaces", "starts", "lengths", "types", "terms", "offsets", "docs", "tfs", "slots", "alive")
+SLOT_ARRAYS = ("length", "type", "namespace", "alive", "part", "document", "version", "recency")
+_WRITABLE = {"segment.alive", *(f"slot.{name}" for name in SLOT_ARRAYS)}  # changed in place, copy-on-write
 
 
 class SnapshotFormatError(ValueError):
-    """A snapshot written by another version of the index: rebuild from the log instead."""
+    """Not a snapshot of this index version (another format, or not a snapshot): rebuild from the log."""
+
+
+class SnapshotCorrupt(ValueError):
+    """A snapshot whose bytes do not match its checksum (truncated, or changed on disk): never served."""
 
 
 @dataclass
 class Snapshot:
     position: int
+    log_hash: str  # the hash of the log's event at ``position``: which log this is a snapshot of
     words: list[str]  # by term id
     keys: list[tuple[str, str]]  # namespaces (scope, scope id) by number
-    memory_ids: list[str]  # by the segment's document number
-    updated: list[str]
-    versions: np.ndarray  # int64: the log position each memory was indexed from
-    segment: Segment
+    segment: Segment  # its documents are slots 0..documents-1, in that order
+    slot: dict[str, np.ndarray]  # SLOT_ARRAYS, with room for slots added later (zeros)
+    memory_ids: np.ndarray  # bytes (S), by slot
+    updated: np.ndarray  # bytes (S), by slot
+    sorted_ids: np.ndarray  # the memory ids ascending, and the slot of each
+    sorted_slots: np.ndarray
+    checksum: str = ""  # hex sha256 from the header, once read
+
+    @property
+    def documents(self) -> int:
+        return self.segment.documents
 
 
 def dump(snapshot: Snapshot) -> bytes:
-    arrays = {
-        "format": np.array([FORMAT], np.int64),
-        "position": np.array([snapshot.position], np.int64),
-        "words": joined(snapshot.words),
-        "keys": np.frombuffer(json.dumps(snapshot.keys).encode(), np.uint8),
-        "memory_ids": joined(snapshot.memory_ids),
-        "updated": joined(snapshot.updated),
-        "versions": snapshot.versions.astype(np.int64),
-        **{name: getattr(snapshot.segment, name) for name in _ARRAYS},
-    }
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    return buffer.getvalue()
+    """The snapshot's bytes: what the database stores and every host's file holds."""
+    arrays: dict[str, np.ndarray] = {f"segment.{name}": getattr(snapshot.segment, name) for name in SEGMENT_ARRAYS}
+    arrays |= {f"slot.{name}": array for name, array in snapshot.slot.items()}
+    arrays |= {"memory_ids": snapshot.memory_ids, "updated": snapshot.updated, "sorted_ids": snapshot.sorted_ids,
+               "sorted_slots": snapshot.sorted_slots,
+               "words": np.frombuffer("\n".join(snapshot.words).encode("utf-8", "surrogatepass"), np.uint8)}
+    offset, table = 0, dict[str, tuple[str, int, int]]()
+    for name, array in arrays.items():
+        table[name] = (array.dtype.str, len(array), offset)
+        offset = _aligned(offset + array.nbytes)
+    manifest = canonical({"position": snapshot.position, "log_hash": snapshot.log_hash, "keys": snapshot.keys,
+                          "arrays": table})
+    start = _aligned(_BODY + len(manifest))
+    out = bytearray(start + offset)
+    out[_BODY:_BODY + len(manifest)] = manifest
+    for name, array in arrays.items():
+        at = start + table[name][2]
+        np.frombuffer(out, array.dtype, len(array), at)[:] = array
+    _HEADER.pack_into(out, 0, MAGIC, FORMAT, len(manifest), hashlib.sha256(memoryview(out)[_BODY:]).digest())
+    return bytes(out)
+
+
+def digest(blob: bytes) -> str:
+    """The checksum a snapshot's header holds, in hex (it names the snapshot's file)."""
+    return _header(blob)[2].hex()
+
+
+def verified(blob: bytes) -> str:
+    """The checksum of ``blob`` once its format and bytes are checked (``SnapshotFormatError``,
+    ``SnapshotCorrupt``): what is written to a file must be a whole snapshot of this version."""
+    _, _, checksum = _header(blob)
+    _check(memoryview(blob)[_BODY:], checksum)
+    return checksum.hex()
 
 
 def load(blob: bytes) -> Snapshot:
-    data = np.load(io.BytesIO(blob), allow_pickle=False)
-    if "format" not in data.files or int(data["format"][0]) != FORMAT:
-        raise SnapshotFormatError("search snapshot from another index version")
+    """A snapshot read from bytes (copied arrays, writable), after checking its format and checksum."""
+    _, length, checksum = _header(blob)
+    _check(memoryview(blob)[_BODY:], checksum)
+    return _parsed(memoryview(bytearray(blob)), length, checksum)
+
+
+def write_file(blob: bytes, path: Path) -> None:
+    """Write ``blob`` to ``path`` atomically: whole or not at all, never a half-written file under its name."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with temporary.open("wb") as handle:
+            handle.write(blob)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def open_file(path: Path) -> Snapshot:
+    """The snapshot in ``path``, memory-mapped copy-on-write: the arrays are views of the page cache that
+    every process mapping the file shares. Its format and checksum are checked before anything is read."""
+    with path.open("rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size < _BODY:
+            raise SnapshotFormatError(f"{path.name} is too short to be a search snapshot")
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
+    view = memoryview(mapped)
+    _, length, checksum = _header(view[:_BODY])
+    _check(view[_BODY:], checksum)
+    return _parsed(view, length, checksum)
+
+
+def _header(blob: bytes | memoryview) -> tuple[int, int, bytes]:
+    if len(blob) < _BODY:
+        raise SnapshotFormatError("too short to be a search snapshot")
+    magic, version, length, checksum = _HEADER.unpack_from(blob)
+    if magic != MAGIC:
+        raise SnapshotFormatError("not a search snapshot")
+    if version != FORMAT:
+        raise SnapshotFormatError(f"search snapshot of format {version}; this index reads format {FORMAT}")
+    return version, length, checksum
+
+
+def _check(body: memoryview, checksum: bytes) -> None:
+    if hashlib.sha256(body).digest() != checksum:
+        raise SnapshotCorrupt("the search snapshot's bytes do not match its checksum")
+
+
+def _parsed(view: memoryview, length: int, checksum: bytes) -> Snapshot:
+    """(Checked bytes) the snapshot's arrays as views of ``view``; the ones no one changes are read-only."""
+    manifest = json.loads(bytes(view[_BODY:_BODY + length]))
+    start = _aligned(_BODY + length)
+    arrays = {}
+    for name, (dtype, count, offset) in manifest["arrays"].items():
+        array = np.frombuffer(view, np.dtype(dtype), count, start + offset)
+        array.flags.writeable = name in _WRITABLE
+        arrays[name] = array
     segment = Segment(0)
-    for name in _ARRAYS:
-        setattr(segment, name, data[name].copy())
-    documents = len(segment.lengths)
-    segment.slots = np.arange(documents, dtype=np.int32)
-    segment.alive = np.ones(documents, bool)
-    keys = [(key[0], key[1]) for key in json.loads(data["keys"].tobytes().decode())]
-    return Snapshot(int(data["position"][0]), split(data["words"]), keys, split(data["memory_ids"]),
-                    split(data["updated"]), data["versions"].copy(), segment)
+    for name in SEGMENT_ARRAYS:
+        setattr(segment, name, arrays[f"segment.{name}"])
+    return Snapshot(manifest["position"], manifest["log_hash"], split(arrays["words"]),
+                    [(scope, scope_id) for scope, scope_id in manifest["keys"]], segment,
+                    {name: arrays[f"slot.{name}"] for name in SLOT_ARRAYS}, arrays["memory_ids"], arrays["updated"],
+                    arrays["sorted_ids"], arrays["sorted_slots"], checksum.hex())
+
+
+def _aligned(offset: int) -> int:
+    return -(-offset // _PAGE) * _PAGE
 
 
 def documents(snapshot: Snapshot) -> list[tuple[str, bytes]]:
@@ -84,15 +200,18 @@ def documents(snapshot: Snapshot) -> list[tuple[str, bytes]]:
         * np.uint64(0xBF58476D1CE4E5B9)  # each (word, tf) mixed into 64 bits; the sums wrap
     order = np.argsort(segment.docs, kind="stable")
     docs, postings = segment.docs[order], postings[order]
-    summed = np.zeros(len(segment.lengths), np.uint64)
+    summed = np.zeros(segment.documents, np.uint64)
     if len(docs):
         firsts = np.flatnonzero(np.concatenate(([True], docs[1:] != docs[:-1])))
         summed[docs[firsts]] = np.add.reduceat(postings, firsts)
     namespace_of = np.repeat(segment.namespaces, np.diff(segment.starts)).tolist()
+    slots = segment.slots.tolist()
     found = [(memory_id, hashlib.sha256(canonical([memory_id, version, updated, *snapshot.keys[namespace], kind, length,
                                                    words])).digest())
              for memory_id, version, updated, namespace, kind, length, words in zip(
-                 snapshot.memory_ids, snapshot.versions.tolist(), snapshot.updated, namespace_of,
+                 (snapshot.memory_ids[slot].decode() for slot in slots),
+                 snapshot.slot["version"][segment.slots].tolist(),
+                 (snapshot.updated[slot].decode() for slot in slots), namespace_of,
                  segment.types.tolist(), segment.lengths.tolist(), summed.tolist())]
     found.sort()
     return found

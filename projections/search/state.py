@@ -15,6 +15,7 @@ from itertools import count
 import numpy as np
 
 from memoryd.domain import MEMORY_TYPES
+from projections.search.labels import Labels, SlotsById
 from projections.search.parts import Delta, Segment
 from projections.search.ranking import K1, B
 from projections.search.scoring import Scorer
@@ -32,8 +33,9 @@ def recency_key(updated: str) -> int:
 
 class IndexState:
     def __init__(self, k1: float = K1, b: float = B, tuning: Tuning | None = None,
-                 merge_built: Callable[[], None] | None = None) -> None:
-        """``merge_built`` is called by the merger between building a segment and swapping it in."""
+                 merge_built: Callable[[], None] | None = None, first_part: int = 0) -> None:
+        """``merge_built`` is called by the merger between building a segment and swapping it in; parts are
+        numbered from ``first_part`` (a snapshot's segment is part 0)."""
         self.k1, self.b = k1, b
         self._tuning = tuning or Tuning()
         self._scorer = Scorer(k1, b, self._tuning)
@@ -48,9 +50,9 @@ class IndexState:
         # Python lists: an apply updates four counters, and list items are ten times cheaper than numpy's
         self._documents: list[list[int]] = []
         self._lengths: list[list[int]] = []
-        self._slot_of: dict[str, int] = {}
-        self._memory_ids: list[str | None] = []
-        self._updated: list[str] = []
+        self._slot_of = SlotsById()
+        self._memory_ids = Labels()  # by slot; None once free
+        self._updated = Labels()  # by slot; "" once free
         self._free: list[int] = []  # slots no part refers to
         self._length = np.zeros(1024, np.int32)
         self._type = np.zeros(1024, np.uint8)
@@ -60,7 +62,7 @@ class IndexState:
         self._document_of = np.zeros(1024, np.int32)  # slot -> its document number in that segment
         self._version = np.zeros(1024, np.int64)  # slot -> the log position of the event it was indexed from
         self._recency = np.zeros(1024, np.int64)  # slot -> its ``updated`` time as digits, for newest-first
-        self._numbers = count()
+        self._numbers = count(first_part)
         self._delta = Delta(next(self._numbers))
         self._parts: list[Delta | Segment] = [self._delta]
         self._segments: dict[int, Segment] = {}

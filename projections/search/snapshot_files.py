@@ -1,0 +1,75 @@
+"""This host's copies of the stored search snapshots: one file per snapshot, mapped by every process.
+
+The database holds the snapshot (workers store it, any host can read it); the
+first process on a host to start from it writes it to a file named after its
+position and checksum, and every process then maps that file, so the host
+holds one copy of it in the page cache however many processes serve. A file
+that fails its checks (another format, a checksum that does not match, a
+snapshot of another log) is removed and never served: the caller writes it
+again from the database, or builds the index from the log.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+import projections.search.snapshot as snapshot
+from projections.search.snapshot import Snapshot, SnapshotCorrupt, SnapshotFormatError
+
+log = logging.getLogger(__name__)
+_NAME = re.compile(r"search-(\d+)-([0-9a-f]{32})\.snapshot")
+
+
+class SnapshotFiles:
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def path(self, position: int, checksum: str) -> Path:
+        return self.directory / f"search-{position}-{checksum[:32]}.snapshot"
+
+    def open(self, position: int, checksum: str) -> Snapshot | None:
+        """The mapped snapshot in this host's file for (position, checksum); None if there is no such file,
+        or it was refused (and removed)."""
+        path = self.path(position, checksum)
+        try:
+            opened = snapshot.open_file(path)
+        except OSError:  # none here, or none this process may read: the database's copy serves
+            return None
+        except (SnapshotFormatError, SnapshotCorrupt) as error:
+            self.refuse(path, str(error))
+            return None
+        if opened.checksum[:32] != checksum[:32]:
+            self.refuse(path, "it is not the snapshot its name says")
+            return None
+        return opened
+
+    def write(self, position: int, blob: bytes) -> Snapshot:
+        """Write the stored snapshot ``blob`` to this host's file and map it; older files go."""
+        path = self.path(position, snapshot.verified(blob))
+        self.directory.mkdir(parents=True, exist_ok=True)
+        snapshot.write_file(blob, path)
+        self.remove_before(position)
+        return snapshot.open_file(path)
+
+    def refuse(self, path: Path, reason: str) -> None:
+        log.warning("search snapshot file %s refused (%s): removed, never served", path, reason)
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as error:
+            log.warning("cannot remove %s: %s", path, error)
+
+    def remove_before(self, position: int) -> int:
+        """Remove this host's snapshot files taken before ``position`` (a processes mapping one keeps its
+        pages until it lets go); how many there were."""
+        older = self.before(position)
+        for path in older:
+            path.unlink(missing_ok=True)
+        return len(older)
+
+    def before(self, position: int) -> list[Path]:
+        if not self.directory.is_dir():
+            return []
+        return [path for path in self.directory.iterdir()
+                if (named := _NAME.fullmatch(path.name)) and int(named.group(1)) < position]

@@ -1,0 +1,223 @@
+"""Search snapshots as files every process on a host maps: shared, checked, refused when wrong, rebuilt."""
+
+from __future__ import annotations
+
+import logging
+import random
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select, update
+
+from commands.model import SaveMemory
+from events.types import EventMetadata, MemoryDeleted, MemorySaved, MemoryUpdated, RecordedEvent
+from memoryd.app.services import Services
+from memoryd.bootstrap import build_services
+from memoryd.domain import Namespace
+from memoryd.schema import search_snapshots
+from projections.filters import MemoryFilter
+from projections.search import SearchIndex, snapshot
+from projections.search.snapshot import SnapshotCorrupt, SnapshotFormatError
+from tests.test_search_index import SPACES, WORDS, answers, index_of, memory, recorded, tiny_segments
+
+EVERYTHING = MemoryFilter()
+
+
+def _save(services: Services, name: str, content: str) -> str:
+    saved = services.bus.handle(SaveMemory(name, content, "d", None, Namespace("global", "")), EventMetadata())
+    return saved.memory.memory_id
+
+
+_started: list[Services] = []
+
+
+def _restarted(services: Services) -> Services:
+    """Another API process on the same database and host (disposed after the test)."""
+    _started.append(build_services(services.config))
+    return _started[-1]
+
+
+@pytest.fixture(autouse=True)
+def _dispose_restarted():
+    yield
+    while _started:
+        _started.pop().database.dispose()
+
+
+def _files(services: Services) -> list[Path]:
+    directory = services.search.files.directory
+    return sorted(directory.glob("*.snapshot")) if directory.is_dir() else []
+
+
+@pytest.fixture
+def stored(any_services: Services) -> Services:
+    for number in range(20):
+        _save(any_services, f"note_{number}", f"deploy {'rollback ' * number}canary")
+    any_services.search.save_snapshot()
+    return any_services
+
+
+def test_processes_on_one_host_map_one_file_of_the_stored_snapshot(stored: Services):
+    first = _restarted(stored)
+    expected = stored.search.search(EVERYTHING, "rollback canary", 5)
+    assert first.search.search(EVERYTHING, "rollback canary", 5) == expected
+    [path] = _files(stored)
+    written = path.stat()
+
+    second = _restarted(stored)
+    assert second.search.search(EVERYTHING, "rollback canary", 5) == expected
+    assert path.stat().st_ino == written.st_ino and path.stat().st_mtime_ns == written.st_mtime_ns  # not written again
+    if sys.platform == "linux":
+        assert str(path) in Path("/proc/self/maps").read_text()  # served from the mapping, not a copy
+
+
+def test_a_mapped_index_takes_new_writes_and_a_newer_snapshot_replaces_the_file(stored: Services):
+    follower = _restarted(stored)
+    follower.search.catch_up()
+    [old] = _files(stored)
+    added = _save(stored, "note_new", "rollback rollback rollback rollback rollback rollback rollback rollback "
+                                      "rollback rollback rollback rollback rollback rollback rollback rollback "
+                                      "rollback rollback rollback rollback rollback rollback canary")
+    assert follower.search.search(EVERYTHING, "rollback", 1)[0].memory_id == added
+    stored.search.save_snapshot()
+    _restarted(stored).search.catch_up()
+    [new] = _files(stored)
+    assert new != old and not old.exists()
+    assert follower.search.search(EVERYTHING, "rollback", 1)[0].memory_id == added  # its mapping outlives the file
+
+
+@pytest.mark.parametrize("damage", ["a flipped byte", "truncated", "another format", "not a snapshot"])
+def test_a_damaged_file_is_refused_removed_and_written_again_from_the_database(stored: Services, damage, caplog):
+    expected = _restarted(stored).search.search(EVERYTHING, "rollback canary", 5)
+    [path] = _files(stored)
+    data = bytearray(path.read_bytes())
+    if damage == "a flipped byte":
+        data[len(data) // 2] ^= 0x01
+    elif damage == "truncated":
+        data = data[: len(data) - 4096]
+    elif damage == "another format":
+        data[16] += 1
+    else:
+        data = bytearray(b"PK\x03\x04" + bytes(100))
+    path.write_bytes(bytes(data))
+
+    with caplog.at_level(logging.WARNING):
+        restarted = _restarted(stored)
+        assert restarted.search.search(EVERYTHING, "rollback canary", 5) == expected
+    assert "refused" in caplog.text
+    assert path.read_bytes() == stored_blob(stored)  # the database's copy, written again
+
+
+def test_a_snapshot_of_another_log_is_refused_and_the_index_built_from_this_log(any_services: Services, caplog):
+    mine = _save(any_services, "mine", "kubernetes canary")
+    theirs = SearchIndex()  # another database's index at the same position
+    theirs.apply(RecordedEvent(1, "s", 1, "memory.save", 1, MemorySaved(memory("theirs", "kubernetes")).payload(),
+                               {}, ""))
+    with any_services.database.write() as conn:
+        conn.execute(search_snapshots.insert().values(position=1, created="2026-01-01T00:00:00",
+                                                      data=theirs.to_bytes("0" * 64)))
+    with caplog.at_level(logging.WARNING):
+        restarted = _restarted(any_services)
+        assert [hit.memory_id for hit in restarted.search.search(EVERYTHING, "kubernetes", 5)] == [mine]
+    assert "another log" in caplog.text
+    assert not _files(any_services)
+
+
+def test_a_corrupt_snapshot_in_the_database_is_refused_and_the_index_built_from_the_log(stored: Services, caplog):
+    expected = stored.search.search(EVERYTHING, "rollback canary", 5)
+    blob = bytearray(stored_blob(stored))
+    blob[-100] ^= 0xFF
+    with stored.database.write() as conn:
+        conn.execute(update(search_snapshots).values(data=bytes(blob)))
+    with caplog.at_level(logging.WARNING):
+        assert _restarted(stored).search.search(EVERYTHING, "rollback canary", 5) == expected
+    assert "checksum" in caplog.text and not _files(stored)
+
+
+def test_without_a_writable_directory_a_process_holds_its_own_copy(stored: Services, tmp_path, caplog):
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the directory should be")
+    restarted = _restarted(stored)
+    restarted.search.files.directory = blocked / "search"
+    with caplog.at_level(logging.WARNING):
+        assert restarted.search.search(EVERYTHING, "rollback canary", 5) == stored.search.search(
+            EVERYTHING, "rollback canary", 5)
+    assert "a copy of its own" in caplog.text
+
+
+def test_an_erasure_removes_this_hosts_files_of_earlier_snapshots(stored: Services, any_make_caller):
+    _restarted(stored).search.catch_up()
+    assert _files(stored)
+    [erased] = stored.search.search(EVERYTHING, "rollback", 1)
+    admin = any_make_caller("read,write", ("admin.memories",))
+    answer = admin.post("/v1/api/admin/erasures", json={"memory_id": erased.memory_id, "reason": "test"})
+    assert answer.status_code == 201, answer.get_json()
+    assert not _files(stored)
+    checks = {check["store"]: check for check in answer.get_json()["checks"]}
+    assert checks["search snapshots"]["free"], checks
+
+
+def stored_blob(services: Services) -> bytes:
+    with services.database.read() as conn:
+        return bytes(conn.execute(select(search_snapshots.c.data)).scalar_one())
+
+
+# -- the format and the index over it ---------------------------------------------------------------------------
+
+
+def test_an_index_over_a_mapped_snapshot_changes_as_a_fresh_index_would(tmp_path):
+    rng = random.Random(5)
+    index, live = tiny_segments(), {}
+    for step in range(1_500):
+        _random_change(rng, index, live, step)
+    path = tmp_path / "index.snapshot"
+    snapshot.write_file(index.to_bytes(), path)
+    mapped = SearchIndex.from_snapshot(snapshot.open_file(path), tuning=index.tuning)
+    query = " ".join(WORDS[:8])
+    assert answers(mapped, query) == answers(index, query) and len(mapped) == len(live)
+    for step in range(1_500, 4_000):  # past the room the snapshot left for new slots, with merges
+        _random_change(rng, mapped, live, step)
+        if step % 500 == 0:
+            query = " ".join(rng.sample(WORDS, 5))
+            assert answers(mapped, query) == answers(index_of(list(live.values())), query)
+    mapped.wait_for_merges()
+    assert answers(mapped, query) == answers(index_of(list(live.values())), query) and len(mapped) == len(live)
+    again = SearchIndex.from_bytes(mapped.to_bytes())
+    assert answers(again, query) == answers(mapped, query) and sorted(again.holding(
+        [m.memory_id for m in live.values()])) == sorted(m.memory_id for m in live.values())
+    assert path.read_bytes() == index.to_bytes()  # changes stay in the process: the file is never written
+
+
+def _random_change(rng: random.Random, index: SearchIndex, live: dict, step: int) -> None:
+    scope, scope_id = rng.choice(SPACES)
+    key = (f"m{rng.randrange(300)}", scope, scope_id)
+    if rng.random() < 0.2 and key in live:
+        index.apply(recorded(MemoryDeleted(live.pop(key))))
+        return
+    text = " ".join(rng.choice(WORDS) for _ in range(rng.randrange(1, 25)))
+    changed = memory(key[0], text, scope, scope_id, rng.choice(["user", "general", "feedback"]),
+                     updated=f"2026-01-01T{step // 3600 % 24:02d}:{step // 60 % 60:02d}:{step % 60:02d}")
+    index.apply(recorded(MemoryUpdated(changed) if key in live else MemorySaved(changed)))
+    live[key] = changed
+
+
+def test_an_empty_index_round_trips():
+    empty = SearchIndex.from_bytes(SearchIndex().to_bytes())
+    assert len(empty) == 0 and empty.search(EVERYTHING, "anything", 5) == []
+    empty.apply(recorded(MemorySaved(memory("first", "hello world"))))
+    assert [hit.memory_id for hit in empty.search(EVERYTHING, "hello", 5)] == ["id-global--first"]
+
+
+def test_the_format_is_checked_before_anything_is_read(tmp_path):
+    blob = index_of([memory("a", "alpha beta"), memory("b", "beta gamma")]).to_bytes("f" * 64)
+    assert snapshot.load(blob).log_hash == "f" * 64
+    with pytest.raises(SnapshotFormatError):
+        snapshot.load(b"memoryd-search\x00\x00" + (3).to_bytes(4, "little") + bytes(60))
+    with pytest.raises(SnapshotFormatError):
+        snapshot.load(blob[:10])
+    for at in (100, len(blob) // 2, len(blob) - 1):
+        changed = bytearray(blob)
+        changed[at] ^= 0x10
+        with pytest.raises(SnapshotCorrupt):
+            snapshot.load(bytes(changed))
