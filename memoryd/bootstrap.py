@@ -7,10 +7,6 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from redis import Redis
-from rq import Queue
-from rq.serializers import JSONSerializer
-
 from commands.bus import CommandBus, Dispatcher
 from commands.handlers import Dependencies
 from events.idempotency import IdempotencyKeys
@@ -30,7 +26,7 @@ from projections.project_tables import ProjectTablesProjection
 from projections.projector import Projector
 from projections.queries import MemoryLocator
 from projections.search import SearchService
-from workers.dispatch import InProcessDispatcher, RedisDispatcher
+from workers.dispatch import InProcessDispatcher
 
 ADMIN_PERMISSIONS = ["admin.memories"]
 
@@ -43,7 +39,13 @@ def build_services(config: Config) -> Services:
     idempotency = IdempotencyKeys(database, dt.timedelta(hours=config.server.idempotency_window_hours))
     redis, queue = None, None
     dispatcher: Dispatcher = InProcessDispatcher(projector)
-    if config.workers.redis_url:
+    if config.workers.redis_url:  # imported only then: the Redis client is a tenth of a second of every start
+        from redis import Redis
+        from rq import Queue
+        from rq.serializers import JSONSerializer
+
+        from workers.redis_dispatch import RedisDispatcher
+
         redis = Redis.from_url(config.workers.redis_url, socket_connect_timeout=1, socket_timeout=2)
         queue = Queue(config.workers.queue, connection=redis, serializer=JSONSerializer)
         dispatcher = RedisDispatcher(redis, queue)

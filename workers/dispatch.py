@@ -1,12 +1,13 @@
-"""Dispatchers decide where projections run after an append."""
+"""Dispatchers decide where projections run after an append: here, in-process (the embedded default).
+
+``workers.redis_dispatch`` hands them to the workers; it lives apart so that a
+process without Redis configured never imports the Redis client (a tenth of
+a second of every start).
+"""
 
 from __future__ import annotations
 
 import logging
-
-from redis import Redis
-from redis.exceptions import RedisError
-from rq import Queue
 
 from projections.projector import Projector
 
@@ -47,28 +48,3 @@ class InProcessDispatcher:
             self.projector.catch_up()
         except Exception:
             log.exception("projection failed after appending position %d; the read model is behind the log", position)
-
-
-class RedisDispatcher:
-    """Enqueue a catch-up job for the workers, at most one waiting at a time.
-
-    With Redis down the write still stands (it is in the log): the failure is
-    logged and the workers' periodic catch-up projects the event anyway.
-    """
-
-    def __init__(self, redis: Redis, queue: Queue) -> None:
-        self.redis = redis
-        self.queue = queue
-
-    def appending(self, position: int) -> bool:
-        """Nothing yet: a job enqueued before the commit could run before the event is visible."""
-        return False
-
-    def appended(self, position: int, projected: bool) -> None:
-        try:
-            if self.redis.set(pending_key(self.queue.name), position, nx=True, ex=PENDING_TTL_SECONDS):
-                self.queue.enqueue_call(CATCH_UP_JOB, args=(position,), result_ttl=0, failure_ttl=7 * 86_400,
-                                        description=f"catch up projections (append at {position})")
-        except RedisError as error:
-            log.warning("could not enqueue a catch-up for position %d (%s); workers will catch up on their own",
-                        position, error)

@@ -7,9 +7,7 @@ services get only the collaborators they use.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from redis import Redis
-from rq import Queue
+from typing import TYPE_CHECKING
 
 from commands.bus import CommandBus
 from events.idempotency import IdempotencyKeys
@@ -25,6 +23,10 @@ from memoryd.sessions import Sessions
 from projections.memory_table import MemoryTableProjection
 from projections.projector import Projector
 from projections.search import SearchService
+
+if TYPE_CHECKING:  # the Redis client is imported only when workers are configured
+    from redis import Redis
+    from rq import Queue
 
 
 @dataclass(frozen=True)

@@ -160,33 +160,33 @@ class SearchService:
         """The index the newest stored snapshot holds, mapped from this host's file of it (written from the
         database first if need be); None if there is none, or it was refused: another index version, bytes
         that fail its checksum, or a snapshot of another log."""
-        newest = select(search_snapshots.c.position, func.substr(search_snapshots.c.data, 1, snapshot.HEADER_BYTES)) \
-            .order_by(search_snapshots.c.position.desc()).limit(1)
+        newest = select(search_snapshots.c.position, search_snapshots.c.snapshot_id) \
+            .order_by(search_snapshots.c.position.desc(), search_snapshots.c.snapshot_id.desc()).limit(1)
         with self.store.database.read() as conn:  # never one taken before an erasure: it holds what was erased
             row = conn.execute(newest.where(search_snapshots.c.position >= newest_erasure(conn))).first()
         if row is None:
             return None
-        position, header = int(row[0]), bytes(row[1])
+        position, snapshot_id = int(row.position), int(row.snapshot_id)
         try:
-            loaded = self.files.open(position, snapshot.digest(header)) or self._fetched(position)
+            loaded = self.files.open(position, snapshot_id) or self._fetched(position, snapshot_id)
         except (SnapshotFormatError, SnapshotCorrupt) as error:
             log.warning("search snapshot at position %d refused (%s); building the index from the log", position, error)
             return None
         if loaded.position != position or loaded.log_hash != self.log_hash(position):
             log.warning("search snapshot at position %d refused: it was taken of another log; building the index "
                         "from the log", position)
-            self.files.refuse(self.files.path(position, loaded.checksum), "a snapshot of another log")
+            self.files.refuse(self.files.path(position, snapshot_id), "a snapshot of another log")
             return None
         return SearchIndex.from_snapshot(loaded, self.k1, self.b)
 
-    def _fetched(self, position: int) -> snapshot.Snapshot:
-        """The stored snapshot at ``position``, written to this host's file and mapped; read into this process
-        alone if the file cannot be written."""
+    def _fetched(self, position: int, snapshot_id: int) -> snapshot.Snapshot:
+        """The stored snapshot, written to this host's file and mapped; read into this process alone if the file
+        cannot be written."""
         with self.store.database.read() as conn:
-            blob = conn.execute(select(search_snapshots.c.data).where(search_snapshots.c.position == position)
-                                .order_by(search_snapshots.c.snapshot_id.desc()).limit(1)).scalar_one()
+            blob = conn.execute(select(search_snapshots.c.data)
+                                .where(search_snapshots.c.snapshot_id == snapshot_id)).scalar_one()
         try:
-            return self.files.write(position, blob)
+            return self.files.write(position, snapshot_id, blob)
         except OSError as error:
             log.warning("cannot write the search snapshot to %s (%s): this process holds a copy of its own",
                         self.files.directory, error)

@@ -43,7 +43,6 @@ FORMAT = 4
 MAGIC = b"memoryd-search\x00\x00"
 _HEADER = struct.Struct("<16sIxxxxQ32s")  # magic, format, manifest length, sha256 of the rest
 _BODY = 64  # where the checksummed part starts
-HEADER_BYTES = _BODY  # enough of a snapshot to read its format and checksum
 _PAGE = 4096
 SEGMENT_ARRAYS = ("namespaces", "starts", "lengths", "types", "terms", "offsets", "docs", "tfs", "slots", "alive")
 SLOT_ARRAYS = ("length", "type", "namespace", "alive", "part", "document", "version", "recency")
@@ -70,7 +69,6 @@ class Snapshot:
     updated: np.ndarray  # bytes (S), by slot
     sorted_ids: np.ndarray  # the memory ids ascending, and the slot of each
     sorted_slots: np.ndarray
-    checksum: str = ""  # hex sha256 from the header, once read
 
     @property
     def documents(self) -> int:
@@ -100,34 +98,26 @@ def dump(snapshot: Snapshot) -> bytes:
     return bytes(out)
 
 
-def digest(blob: bytes) -> str:
-    """The checksum a snapshot's header holds, in hex (it names the snapshot's file)."""
-    return _header(blob)[2].hex()
-
-
-def verified(blob: bytes) -> str:
-    """The checksum of ``blob`` once its format and bytes are checked (``SnapshotFormatError``,
-    ``SnapshotCorrupt``): what is written to a file must be a whole snapshot of this version."""
+def verified(blob: bytes) -> None:
+    """Check ``blob``'s format and bytes (``SnapshotFormatError``, ``SnapshotCorrupt``): what is written to a
+    file must be a whole snapshot of this version."""
     _, _, checksum = _header(blob)
     _check(memoryview(blob)[_BODY:], checksum)
-    return checksum.hex()
 
 
 def load(blob: bytes) -> Snapshot:
     """A snapshot read from bytes (copied arrays, writable), after checking its format and checksum."""
-    _, length, checksum = _header(blob)
-    _check(memoryview(blob)[_BODY:], checksum)
-    return _parsed(memoryview(bytearray(blob)), length, checksum)
+    verified(blob)
+    return _parsed(memoryview(bytearray(blob)), _header(blob)[1])
 
 
 def write_file(blob: bytes, path: Path) -> None:
-    """Write ``blob`` to ``path`` atomically: whole or not at all, never a half-written file under its name."""
+    """Write ``blob`` to ``path`` whole, under a temporary name renamed into place, so no process maps a file
+    still being written. No fsync: a file a crash left torn fails its checksum and is written again."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with temporary.open("wb") as handle:
             handle.write(blob)
-            handle.flush()
-            os.fsync(handle.fileno())
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
@@ -144,7 +134,7 @@ def open_file(path: Path) -> Snapshot:
     view = memoryview(mapped)
     _, length, checksum = _header(view[:_BODY])
     _check(view[_BODY:], checksum)
-    return _parsed(view, length, checksum)
+    return _parsed(view, length)
 
 
 def _header(blob: bytes | memoryview) -> tuple[int, int, bytes]:
@@ -163,7 +153,7 @@ def _check(body: memoryview, checksum: bytes) -> None:
         raise SnapshotCorrupt("the search snapshot's bytes do not match its checksum")
 
 
-def _parsed(view: memoryview, length: int, checksum: bytes) -> Snapshot:
+def _parsed(view: memoryview, length: int) -> Snapshot:
     """(Checked bytes) the snapshot's arrays as views of ``view``; the ones no one changes are read-only."""
     manifest = json.loads(bytes(view[_BODY:_BODY + length]))
     start = _aligned(_BODY + length)
@@ -178,7 +168,7 @@ def _parsed(view: memoryview, length: int, checksum: bytes) -> Snapshot:
     return Snapshot(manifest["position"], manifest["log_hash"], split(arrays["words"]),
                     [(scope, scope_id) for scope, scope_id in manifest["keys"]], segment,
                     {name: arrays[f"slot.{name}"] for name in SLOT_ARRAYS}, arrays["memory_ids"], arrays["updated"],
-                    arrays["sorted_ids"], arrays["sorted_slots"], checksum.hex())
+                    arrays["sorted_ids"], arrays["sorted_slots"])
 
 
 def _aligned(offset: int) -> int:

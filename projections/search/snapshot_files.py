@@ -2,7 +2,7 @@
 
 The database holds the snapshot (workers store it, any host can read it); the
 first process on a host to start from it writes it to a file named after its
-position and checksum, and every process then maps that file, so the host
+position and row, and every process then maps that file, so the host
 holds one copy of it in the page cache however many processes serve. A file
 that fails its checks (another format, a checksum that does not match, a
 snapshot of another log) is removed and never served: the caller writes it
@@ -19,20 +19,22 @@ import projections.search.snapshot as snapshot
 from projections.search.snapshot import Snapshot, SnapshotCorrupt, SnapshotFormatError
 
 log = logging.getLogger(__name__)
-_NAME = re.compile(r"search-(\d+)-([0-9a-f]{32})\.snapshot")
+_NAME = re.compile(r"search-(\d+)-(\d+)\.snapshot")
 
 
 class SnapshotFiles:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
 
-    def path(self, position: int, checksum: str) -> Path:
-        return self.directory / f"search-{position}-{checksum[:32]}.snapshot"
+    def path(self, position: int, snapshot_id: int) -> Path:
+        """The file of the stored snapshot ``snapshot_id`` (named by its row: reading a stored snapshot's header
+        would read the whole blob on SQLite)."""
+        return self.directory / f"search-{position}-{snapshot_id}.snapshot"
 
-    def open(self, position: int, checksum: str) -> Snapshot | None:
-        """The mapped snapshot in this host's file for (position, checksum); None if there is no such file,
-        or it was refused (and removed)."""
-        path = self.path(position, checksum)
+    def open(self, position: int, snapshot_id: int) -> Snapshot | None:
+        """The mapped snapshot in this host's file of that stored snapshot; None if there is no such file, or it
+        was refused (and removed)."""
+        path = self.path(position, snapshot_id)
         try:
             opened = snapshot.open_file(path)
         except OSError:  # none here, or none this process may read: the database's copy serves
@@ -40,14 +42,15 @@ class SnapshotFiles:
         except (SnapshotFormatError, SnapshotCorrupt) as error:
             self.refuse(path, str(error))
             return None
-        if opened.checksum[:32] != checksum[:32]:
+        if opened.position != position:
             self.refuse(path, "it is not the snapshot its name says")
             return None
         return opened
 
-    def write(self, position: int, blob: bytes) -> Snapshot:
-        """Write the stored snapshot ``blob`` to this host's file and map it; older files go."""
-        path = self.path(position, snapshot.verified(blob))
+    def write(self, position: int, snapshot_id: int, blob: bytes) -> Snapshot:
+        """Check the stored snapshot ``blob``, write it to this host's file and map it; older files go."""
+        snapshot.verified(blob)
+        path = self.path(position, snapshot_id)
         self.directory.mkdir(parents=True, exist_ok=True)
         snapshot.write_file(blob, path)
         self.remove_before(position)
@@ -61,7 +64,7 @@ class SnapshotFiles:
             log.warning("cannot remove %s: %s", path, error)
 
     def remove_before(self, position: int) -> int:
-        """Remove this host's snapshot files taken before ``position`` (a processes mapping one keeps its
+        """Remove this host's snapshot files taken before ``position`` (a process mapping one keeps its
         pages until it lets go); how many there were."""
         older = self.before(position)
         for path in older:
