@@ -83,6 +83,8 @@ class ReadModelVerifier:
         if stored.log_hash != self.search.log_hash(stored.position):
             return Verified("search snapshot", row.position, 0, "refused", "", 1,
                             ["the stored snapshot was taken of another log (its log hash differs)"])
+        if found := snapshot.inconsistencies(stored):
+            return Verified("search snapshot", row.position, 0, "refused", "", len(found), found)
         replayed = snapshot.load(self.search.replayed(stored.position).to_bytes())
         comparison = _Comparison("search snapshot", stored.position)
         comparison.add("documents", _keyed(snapshot.documents(stored)), _keyed(snapshot.documents(replayed)))

@@ -113,3 +113,19 @@ def test_it_runs_beside_writers_and_compares_at_one_position(any_services):
         stop.set()
         writer.join()
     assert result.exit_code == 0, result.output
+
+
+def test_a_stored_snapshot_whose_lookup_arrays_disagree_with_its_segment_is_caught(any_services):
+    from projections.search import snapshot
+
+    _history(any_services)
+    head = any_services.store.head_position()
+    loaded = snapshot.load(any_services.search.replayed(head).to_bytes(any_services.search.log_hash(head)))
+    loaded.sorted_slots = loaded.sorted_slots[::-1].copy()  # ids would be found in the wrong slots
+    loaded.slot["recency"][0] += 1  # and the newest first in the wrong order
+    with any_services.database.write() as conn:
+        conn.execute(search_snapshots.insert().values(position=head, created="2026-12-01T00:00:00",
+                                                      data=snapshot.dump(loaded)))
+    result = _verify(any_services)
+    assert result.exit_code == 1
+    assert "sorted ids disagree" in result.output and "slot recency disagree" in result.output, result.output

@@ -221,3 +221,79 @@ def test_the_format_is_checked_before_anything_is_read(tmp_path):
         changed[at] ^= 0x10
         with pytest.raises(SnapshotCorrupt):
             snapshot.load(bytes(changed))
+
+
+# -- files left behind, rows that move, what the directory lets through ------------------------------------------
+
+
+def test_an_erasure_removes_temporary_files_too_and_a_process_started_later_clears_the_older_files(
+        stored: Services, any_make_caller, tmp_path):
+    _restarted(stored).search.catch_up()
+    [path] = _files(stored)
+    torn = path.with_name(f".{path.name}.0123abcd.tmp")  # a writer killed before its rename
+    torn.write_bytes(path.read_bytes()[:4096])
+    elsewhere = tmp_path / "another-host"
+    elsewhere.mkdir()
+    (elsewhere / path.name).write_bytes(path.read_bytes())  # a host whose processes were all stopped
+    [erased] = stored.search.search(EVERYTHING, "rollback", 1)
+    admin = any_make_caller("read,write", ("admin.memories",))
+    answer = admin.post("/v1/api/admin/erasures", json={"memory_id": erased.memory_id, "reason": "test"})
+    assert answer.status_code == 201 and not torn.exists() and not _files(stored)
+
+    later = _restarted(stored)
+    later.search.files.directory = elsewhere  # that host starts a process after the erasure
+    later.search.catch_up()
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_file_that_cannot_be_removed_is_reported_by_the_erasure_not_fatal(stored: Services, any_make_caller,
+                                                                            monkeypatch):
+    _restarted(stored).search.catch_up()
+    [path] = _files(stored)
+    real_unlink = Path.unlink
+
+    def stuck(self: Path, missing_ok: bool = False) -> None:
+        if self == path:
+            raise PermissionError(13, "Permission denied", str(self))
+        real_unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", stuck)
+    [erased] = stored.search.search(EVERYTHING, "rollback", 1)
+    admin = any_make_caller("read,write", ("admin.memories",))
+    answer = admin.post("/v1/api/admin/erasures", json={"memory_id": erased.memory_id, "reason": "test"})
+    assert answer.status_code == 201, answer.get_json()
+    checks = {check["store"]: check for check in answer.get_json()["checks"]}
+    assert not checks["search snapshots"]["free"] and "1 files" in checks["search snapshots"]["detail"], checks
+    assert stored.search.search(EVERYTHING, "canary", 5)  # and search goes on
+
+
+def test_two_snapshots_at_one_position_still_give_one_file(stored: Services):
+    stored.search.save_snapshot()  # a second worker's, at the same position
+    _restarted(stored).search.catch_up()
+    [path] = _files(stored)
+    written = path.stat().st_ino
+    _restarted(stored).search.catch_up()
+    assert _files(stored) == [path] and path.stat().st_ino == written  # found, not written again
+
+
+def test_a_snapshot_replaced_while_a_process_starts_is_looked_up_again(stored: Services):
+    starting = _restarted(stored)
+    real_open = starting.search.files.open
+    added = []
+
+    def replaced_meanwhile(position: int, snapshot_id: int) -> snapshot.Snapshot | None:
+        starting.search.files.open = real_open  # type: ignore[method-assign]
+        added.append(_save(stored, "note_late", "rollback late"))
+        stored.search.save_snapshot()  # deletes the row the starting process looked up
+        return real_open(position, snapshot_id)
+
+    starting.search.files.open = replaced_meanwhile  # type: ignore[method-assign]
+    assert [hit.memory_id for hit in starting.search.search(EVERYTHING, "late", 5)] == added
+    assert [path.name for path in _files(stored)] == [f"search-{stored.store.head_position()}-2.snapshot"]
+
+
+def test_snapshot_files_are_the_owners_alone(stored: Services):
+    _restarted(stored).search.catch_up()
+    [path] = _files(stored)
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert path.parent.stat().st_mode & 0o777 == 0o700

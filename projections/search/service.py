@@ -159,32 +159,42 @@ class SearchService:
     def newest_snapshot(self) -> SearchIndex | None:
         """The index the newest stored snapshot holds, mapped from this host's file of it (written from the
         database first if need be); None if there is none, or it was refused: another index version, bytes
-        that fail its checksum, or a snapshot of another log."""
+        that fail its checksum, or a snapshot of another log. This host's files of older snapshots go."""
         newest = select(search_snapshots.c.position, search_snapshots.c.snapshot_id) \
             .order_by(search_snapshots.c.position.desc(), search_snapshots.c.snapshot_id.desc()).limit(1)
-        with self.store.database.read() as conn:  # never one taken before an erasure: it holds what was erased
-            row = conn.execute(newest.where(search_snapshots.c.position >= newest_erasure(conn))).first()
-        if row is None:
-            return None
-        position, snapshot_id = int(row.position), int(row.snapshot_id)
-        try:
-            loaded = self.files.open(position, snapshot_id) or self._fetched(position, snapshot_id)
-        except (SnapshotFormatError, SnapshotCorrupt) as error:
-            log.warning("search snapshot at position %d refused (%s); building the index from the log", position, error)
-            return None
-        if loaded.position != position or loaded.log_hash != self.log_hash(position):
-            log.warning("search snapshot at position %d refused: it was taken of another log; building the index "
-                        "from the log", position)
-            self.files.refuse(self.files.path(position, snapshot_id), "a snapshot of another log")
-            return None
-        return SearchIndex.from_snapshot(loaded, self.k1, self.b)
+        for _ in range(3):  # a snapshot stored meanwhile deletes the row looked up: look again
+            with self.store.database.read() as conn:  # never one taken before an erasure: it holds what was erased
+                erased = newest_erasure(conn)
+                row = conn.execute(newest.where(search_snapshots.c.position >= erased)).first()
+            if row is None:
+                self.files.remove_before(erased)
+                return None
+            position, snapshot_id = int(row.position), int(row.snapshot_id)
+            self.files.remove_older(position, snapshot_id)
+            try:
+                loaded = self.files.open(position, snapshot_id) or self._fetched(position, snapshot_id)
+            except (SnapshotFormatError, SnapshotCorrupt) as error:
+                log.warning("search snapshot at position %d refused (%s); building the index from the log",
+                            position, error)
+                return None
+            if loaded is None:
+                continue
+            if loaded.log_hash != self.log_hash(position):  # a file of another database, found by its name
+                self.files.refuse(self.files.path(position, snapshot_id), "a snapshot of another log")
+                return None
+            return SearchIndex.from_snapshot(loaded, self.k1, self.b)
+        return None
 
-    def _fetched(self, position: int, snapshot_id: int) -> snapshot.Snapshot:
-        """The stored snapshot, written to this host's file and mapped; read into this process alone if the file
-        cannot be written."""
+    def _fetched(self, position: int, snapshot_id: int) -> snapshot.Snapshot | None:
+        """The stored snapshot, checked, written to this host's file and mapped (read into this process alone if
+        the file cannot be written); None if the row is gone."""
         with self.store.database.read() as conn:
             blob = conn.execute(select(search_snapshots.c.data)
-                                .where(search_snapshots.c.snapshot_id == snapshot_id)).scalar_one()
+                                .where(search_snapshots.c.snapshot_id == snapshot_id)).scalar()
+        if blob is None:
+            return None
+        if snapshot.verified(blob) != (position, self.log_hash(position)):
+            raise SnapshotFormatError("it was taken of another log")
         try:
             return self.files.write(position, snapshot_id, blob)
         except OSError as error:
@@ -227,9 +237,10 @@ class SearchService:
     def drop_snapshots_before(self, position: int) -> int:
         """Delete the stored snapshots taken before ``position`` (an erasure's: they hold what it erased), and
         this host's files of them."""
-        self.files.remove_before(position)
         with self.store.database.write() as conn:
-            return conn.execute(delete(search_snapshots).where(search_snapshots.c.position < position)).rowcount
+            dropped = conn.execute(delete(search_snapshots).where(search_snapshots.c.position < position)).rowcount
+        self.files.remove_before(position)  # what cannot be removed, the erasure's certificate reports
+        return dropped
 
     def _from_the_log(self, progress: Progress | None = None) -> SearchIndex:
         """A fresh index of the whole log, built again for as long as an erasure lands while it reads (it

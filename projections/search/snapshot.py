@@ -30,6 +30,7 @@ import hashlib
 import json
 import mmap
 import os
+import secrets
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,7 @@ import numpy as np
 
 from events.chain import canonical
 from projections.search.parts import Segment, split
+from projections.search.state import recency_key
 
 FORMAT = 4
 MAGIC = b"memoryd-search\x00\x00"
@@ -98,11 +100,13 @@ def dump(snapshot: Snapshot) -> bytes:
     return bytes(out)
 
 
-def verified(blob: bytes) -> None:
-    """Check ``blob``'s format and bytes (``SnapshotFormatError``, ``SnapshotCorrupt``): what is written to a
-    file must be a whole snapshot of this version."""
-    _, _, checksum = _header(blob)
+def verified(blob: bytes) -> tuple[int, str]:
+    """The position and log hash of ``blob`` once its format and bytes are checked (``SnapshotFormatError``,
+    ``SnapshotCorrupt``): what is written to a file must be a whole snapshot of this version, of this log."""
+    _, length, checksum = _header(blob)
     _check(memoryview(blob)[_BODY:], checksum)
+    manifest = json.loads(bytes(memoryview(blob)[_BODY:_BODY + length]))
+    return int(manifest["position"]), str(manifest["log_hash"])
 
 
 def load(blob: bytes) -> Snapshot:
@@ -114,9 +118,9 @@ def load(blob: bytes) -> Snapshot:
 def write_file(blob: bytes, path: Path) -> None:
     """Write ``blob`` to ``path`` whole, under a temporary name renamed into place, so no process maps a file
     still being written. No fsync: a file a crash left torn fails its checksum and is written again."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")  # unique, even across containers
     try:
-        with temporary.open("wb") as handle:
+        with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as handle:
             handle.write(blob)
         os.replace(temporary, path)
     finally:
@@ -173,6 +177,28 @@ def _parsed(view: memoryview, length: int) -> Snapshot:
 
 def _aligned(offset: int) -> int:
     return -(-offset // _PAGE) * _PAGE
+
+
+def inconsistencies(snapshot: Snapshot) -> list[str]:
+    """What in the snapshot disagrees with itself: the arrays an index starts from (the sorted ids it looks
+    memories up by, the per-slot arrays it scores and counts with) against the segment and the ids by slot."""
+    segment, documents = snapshot.segment, snapshot.documents
+    slot = {name: values[:documents] for name, values in snapshot.slot.items()}
+    expected = {
+        "segment slots": (segment.slots, np.arange(documents)),
+        "sorted ids": (snapshot.sorted_ids, snapshot.memory_ids[snapshot.sorted_slots]),
+        "slot lengths": (slot["length"], segment.lengths), "slot types": (slot["type"], segment.types),
+        "slot namespaces": (slot["namespace"], np.repeat(segment.namespaces, np.diff(segment.starts))),
+        "slot liveness": (slot["alive"] & segment.alive, np.ones(documents, bool)),
+        "slot parts": (slot["part"], np.zeros(documents)), "slot documents": (slot["document"], np.arange(documents)),
+        "slot recency": (slot["recency"], [recency_key(time.decode()) for time in snapshot.updated.tolist()]),
+        "room for new slots": (snapshot.slot["alive"][documents:], np.zeros(len(snapshot.slot["alive"]) - documents)),
+    }
+    found = [name for name, (held, wanted) in expected.items()
+             if len(held) != len(wanted) or not np.array_equal(held, wanted)]
+    if len(snapshot.sorted_ids) > 1 and not bool(np.all(snapshot.sorted_ids[1:] > snapshot.sorted_ids[:-1])):
+        found.append("sorted ids out of order")
+    return [f"the stored snapshot's {name} disagree with its segment and ids" for name in found]
 
 
 def documents(snapshot: Snapshot) -> list[tuple[str, bytes]]:

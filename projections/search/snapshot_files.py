@@ -19,7 +19,7 @@ import projections.search.snapshot as snapshot
 from projections.search.snapshot import Snapshot, SnapshotCorrupt, SnapshotFormatError
 
 log = logging.getLogger(__name__)
-_NAME = re.compile(r"search-(\d+)-(\d+)\.snapshot")
+_NAME = re.compile(r"\.?search-(\d+)-(\d+)\.snapshot(?:\.[0-9a-f]+\.tmp)?")  # a temporary one too
 
 
 class SnapshotFiles:
@@ -48,12 +48,11 @@ class SnapshotFiles:
         return opened
 
     def write(self, position: int, snapshot_id: int, blob: bytes) -> Snapshot:
-        """Check the stored snapshot ``blob``, write it to this host's file and map it; older files go."""
-        snapshot.verified(blob)
+        """Write the stored snapshot ``blob`` (checked by the caller) to this host's file and map it. The
+        directory is the owner's alone: the files hold memory ids, namespaces and the vocabulary."""
         path = self.path(position, snapshot_id)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         snapshot.write_file(blob, path)
-        self.remove_before(position)
         return snapshot.open_file(path)
 
     def refuse(self, path: Path, reason: str) -> None:
@@ -64,15 +63,31 @@ class SnapshotFiles:
             log.warning("cannot remove %s: %s", path, error)
 
     def remove_before(self, position: int) -> int:
-        """Remove this host's snapshot files taken before ``position`` (a process mapping one keeps its
-        pages until it lets go); how many there were."""
-        older = self.before(position)
-        for path in older:
-            path.unlink(missing_ok=True)
-        return len(older)
+        """Remove this host's snapshot files (temporary ones too) taken before ``position`` (a process mapping one
+        keeps its pages until it lets go); how many were left that could not be removed."""
+        return self._remove(self.before(position))
+
+    def remove_older(self, position: int, snapshot_id: int) -> int:
+        """Remove this host's files of snapshots stored before that one; how many could not be removed."""
+        return self._remove([path for path, named in self._named() if named < (position, snapshot_id)])
 
     def before(self, position: int) -> list[Path]:
-        if not self.directory.is_dir():
+        return [path for path, (taken, _) in self._named() if taken < position]
+
+    def _named(self) -> list[tuple[Path, tuple[int, int]]]:
+        try:
+            paths = list(self.directory.iterdir())
+        except OSError:  # no directory (yet), or none this process may read
             return []
-        return [path for path in self.directory.iterdir()
-                if (named := _NAME.fullmatch(path.name)) and int(named.group(1)) < position]
+        return [(path, (int(named.group(1)), int(named.group(2)))) for path in paths
+                if (named := _NAME.fullmatch(path.name))]
+
+    def _remove(self, paths: list[Path]) -> int:
+        left = 0
+        for path in paths:
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as error:
+                log.warning("cannot remove the search snapshot file %s: %s", path, error)
+                left += 1
+        return left
