@@ -780,7 +780,7 @@ def part4(shared: Shared) -> None:
     traced_build = Build(traced, shared.memories.corpus.count, 0.0, 0.0, 0, 0)
     blob_t0 = time.perf_counter()
     blob = traced_build.index.to_bytes()
-    print(f"snapshot (`to_bytes`, .npz): {mb(len(blob))} MB = {len(blob) / raw:.2f}× raw text, "
+    print(f"snapshot (`to_bytes`, the mapped file format): {mb(len(blob))} MB = {len(blob) / raw:.2f}× raw text, "
           f"written in {time.perf_counter() - blob_t0:.1f} s; load avg {load()}")
     del traced_build, traced, blob
     gc.collect()
@@ -949,7 +949,7 @@ def part5(shared: Shared) -> None:
     print(f"| ... then `SearchService.rebuild()` again | {search2_s:.1f} | | |")
     print(f"| table + index together | {both:.1f} | <= 60 s | {verdict(both <= 60)} |")
     print(f"| `save_snapshot()` (to_bytes + insert; {mb(blob_bytes)} MB blob at position {position:,}) | {save_s:.1f} | | |")
-    print(f"| load the snapshot (`newest_snapshot`: select + from_bytes) | {load_s:.1f} | | |")
+    print(f"| load the snapshot (`newest_snapshot`: select, write this host's file, map it) | {load_s:.1f} | | |")
     if args.cli:
         env = server_env(shared)
         t0 = time.perf_counter()
