@@ -183,6 +183,8 @@ class SearchService:
                 self.files.refuse(self.files.path(position, snapshot_id), "a snapshot of another log")
                 return None
             return SearchIndex.from_snapshot(loaded, self.k1, self.b)
+        log.warning("the stored search snapshots kept changing while this process looked; building the index from "
+                    "the log")
         return None
 
     def _fetched(self, position: int, snapshot_id: int) -> snapshot.Snapshot | None:

@@ -62,14 +62,14 @@ class SnapshotFiles:
         except OSError as error:
             log.warning("cannot remove %s: %s", path, error)
 
-    def remove_before(self, position: int) -> int:
+    def remove_before(self, position: int) -> None:
         """Remove this host's snapshot files (temporary ones too) taken before ``position`` (a process mapping one
-        keeps its pages until it lets go); how many were left that could not be removed."""
-        return self._remove(self.before(position))
+        keeps its pages until it lets go); one that cannot be removed is logged (and ``before`` still lists it)."""
+        self._remove(self.before(position))
 
-    def remove_older(self, position: int, snapshot_id: int) -> int:
-        """Remove this host's files of snapshots stored before that one; how many could not be removed."""
-        return self._remove([path for path, named in self._named() if named < (position, snapshot_id)])
+    def remove_older(self, position: int, snapshot_id: int) -> None:
+        """Remove this host's files of snapshots stored before that one."""
+        self._remove([path for path, named in self._named() if named < (position, snapshot_id)])
 
     def before(self, position: int) -> list[Path]:
         return [path for path, (taken, _) in self._named() if taken < position]
@@ -82,12 +82,9 @@ class SnapshotFiles:
         return [(path, (int(named.group(1)), int(named.group(2)))) for path in paths
                 if (named := _NAME.fullmatch(path.name))]
 
-    def _remove(self, paths: list[Path]) -> int:
-        left = 0
+    def _remove(self, paths: list[Path]) -> None:
         for path in paths:
             try:
                 path.unlink(missing_ok=True)
             except OSError as error:
                 log.warning("cannot remove the search snapshot file %s: %s", path, error)
-                left += 1
-        return left
