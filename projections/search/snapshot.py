@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from events.chain import canonical
-from projections.search.parts import Segment, split
+from projections.search.parts import Segment, joined, split
 from projections.search.state import recency_key
 
 FORMAT = 4
@@ -83,7 +83,7 @@ def dump(snapshot: Snapshot) -> bytes:
     arrays |= {f"slot.{name}": array for name, array in snapshot.slot.items()}
     arrays |= {"memory_ids": snapshot.memory_ids, "updated": snapshot.updated, "sorted_ids": snapshot.sorted_ids,
                "sorted_slots": snapshot.sorted_slots,
-               "words": np.frombuffer("\n".join(snapshot.words).encode("utf-8", "surrogatepass"), np.uint8)}
+               "words": joined(snapshot.words)}
     offset, table = 0, dict[str, tuple[str, int, int]]()
     for name, array in arrays.items():
         table[name] = (array.dtype.str, len(array), offset)
