@@ -71,7 +71,7 @@ class ReadModelVerifier:
         """The newest stored search snapshot (what API processes start from) beside the log replayed to its
         position; None when no snapshot is stored."""
         query = select(search_snapshots.c.position, search_snapshots.c.data) \
-            .order_by(search_snapshots.c.position.desc()).limit(1)
+            .order_by(search_snapshots.c.position.desc(), search_snapshots.c.snapshot_id.desc()).limit(1)  # as served
         with self.database.read() as conn:
             row = conn.execute(query).first()
         if row is None:

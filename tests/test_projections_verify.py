@@ -121,11 +121,28 @@ def test_a_stored_snapshot_whose_lookup_arrays_disagree_with_its_segment_is_caug
     _history(any_services)
     head = any_services.store.head_position()
     loaded = snapshot.load(any_services.search.replayed(head).to_bytes(any_services.search.log_hash(head)))
+    with any_services.database.write() as conn:  # a good one first: the one served is the newest row
+        conn.execute(search_snapshots.insert().values(position=head, created="2026-12-01T00:00:00",
+                                                      data=snapshot.dump(loaded)))
     loaded.sorted_slots = loaded.sorted_slots[::-1].copy()  # ids would be found in the wrong slots
     loaded.slot["recency"][0] += 1  # and the newest first in the wrong order
     with any_services.database.write() as conn:
-        conn.execute(search_snapshots.insert().values(position=head, created="2026-12-01T00:00:00",
+        conn.execute(search_snapshots.insert().values(position=head, created="2026-12-01T00:00:01",
                                                       data=snapshot.dump(loaded)))
     result = _verify(any_services)
     assert result.exit_code == 1
     assert "sorted ids disagree" in result.output and "slot recency disagree" in result.output, result.output
+
+
+def test_a_stored_snapshot_whose_sorted_ids_miss_a_memory_is_caught(any_services):
+    from projections.search import snapshot
+
+    _history(any_services)
+    head = any_services.store.head_position()
+    loaded = snapshot.load(any_services.search.replayed(head).to_bytes(any_services.search.log_hash(head)))
+    loaded.sorted_ids, loaded.sorted_slots = loaded.sorted_ids[1:], loaded.sorted_slots[1:]  # one id not found
+    with any_services.database.write() as conn:
+        conn.execute(search_snapshots.insert().values(position=head, created="2026-12-01T00:00:00",
+                                                      data=snapshot.dump(loaded)))
+    result = _verify(any_services)
+    assert result.exit_code == 1 and "sorted slots (not every slot once)" in result.output, result.output

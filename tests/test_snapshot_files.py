@@ -7,6 +7,7 @@ import random
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from sqlalchemy import select, update
 
@@ -121,7 +122,21 @@ def test_a_snapshot_of_another_log_is_refused_and_the_index_built_from_this_log(
         restarted = _restarted(any_services)
         assert [hit.memory_id for hit in restarted.search.search(EVERYTHING, "kubernetes", 5)] == [mine]
     assert "another log" in caplog.text
-    assert not _files(any_services)
+    assert not any_services.search.files.directory.exists()  # refused before anything was written
+
+
+def test_a_file_of_another_log_under_this_snapshots_name_is_replaced_from_the_database(stored: Services, caplog):
+    expected = stored.search.search(EVERYTHING, "rollback canary", 5)
+    _restarted(stored).search.catch_up()
+    [path] = _files(stored)
+    theirs = SearchIndex()  # what a database once at this path left under the same name
+    theirs.apply(RecordedEvent(stored.store.head_position(), "s", 1, "memory.save", 1,
+                               MemorySaved(memory("theirs", "rollback")).payload(), {}, ""))
+    snapshot.write_file(theirs.to_bytes("0" * 64), path)
+    with caplog.at_level(logging.WARNING):
+        assert _restarted(stored).search.search(EVERYTHING, "rollback canary", 5) == expected
+    assert "another log" in caplog.text and "from the log" not in caplog.text
+    assert path.read_bytes() == stored_blob(stored)
 
 
 def test_a_corrupt_snapshot_in_the_database_is_refused_and_the_index_built_from_the_log(stored: Services, caplog):
@@ -267,8 +282,31 @@ def test_a_file_that_cannot_be_removed_is_reported_by_the_erasure_not_fatal(stor
     assert stored.search.search(EVERYTHING, "canary", 5)  # and search goes on
 
 
+def test_an_erasure_that_cannot_list_this_hosts_files_does_not_certify_them(stored: Services, any_make_caller,
+                                                                            monkeypatch):
+    _restarted(stored).search.catch_up()
+    directory, real_iterdir = stored.search.files.directory, Path.iterdir
+
+    def unreadable(self: Path):
+        if self == directory:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_iterdir(self)
+
+    monkeypatch.setattr(Path, "iterdir", unreadable)
+    [erased] = stored.search.search(EVERYTHING, "rollback", 1)
+    admin = any_make_caller("read,write", ("admin.memories",))
+    answer = admin.post("/v1/api/admin/erasures", json={"memory_id": erased.memory_id, "reason": "test"})
+    assert answer.status_code == 201, answer.get_json()
+    checks = {check["store"]: check for check in answer.get_json()["checks"]}
+    assert not checks["search snapshots"]["free"] and "could not be listed" in checks["search snapshots"]["detail"]
+
+
 def test_two_snapshots_at_one_position_still_give_one_file(stored: Services):
-    stored.search.save_snapshot()  # a second worker's, at the same position
+    roomier = snapshot.load(stored_blob(stored))  # a second worker's at the same position, not the same bytes
+    roomier.slot = {name: np.concatenate([values, np.zeros(4096, values.dtype)]) for name, values in roomier.slot.items()}
+    with stored.database.write() as conn:
+        conn.execute(search_snapshots.insert().values(position=stored.store.head_position(),
+                                                      created="2026-01-01T00:00:00", data=snapshot.dump(roomier)))
     _restarted(stored).search.catch_up()
     [path] = _files(stored)
     written = path.stat().st_ino

@@ -108,7 +108,11 @@ class Erasures:
         with self.database.read() as conn:
             older = conn.execute(select(func.count()).select_from(search_snapshots)
                                  .where(search_snapshots.c.position < position)).scalar_one()
-        files = len(self.search.files.before(position))
+        try:
+            files = len(self.search.files.before(position))
+        except OSError as error:
+            return Check("search snapshots", False, f"{older} stored snapshots taken before the erasure; this host's "
+                                                    f"snapshot files could not be listed ({error})")
         return Check("search snapshots", older == 0 and files == 0,
                      f"{older} stored snapshots taken before the erasure, {files} files of them on this host")
 

@@ -170,32 +170,34 @@ class SearchService:
                 self.files.remove_before(erased)
                 return None
             position, snapshot_id = int(row.position), int(row.snapshot_id)
+            expected = self.log_hash(position)
             self.files.remove_older(position, snapshot_id)
+            loaded = self.files.open(position, snapshot_id)
+            if loaded is not None and loaded.log_hash != expected:  # a file of another database at this path once
+                self.files.refuse(self.files.path(position, snapshot_id), "a snapshot of another log")
+                loaded = None
             try:
-                loaded = self.files.open(position, snapshot_id) or self._fetched(position, snapshot_id)
+                loaded = loaded or self._fetched(position, snapshot_id, expected)
             except (SnapshotFormatError, SnapshotCorrupt) as error:
                 log.warning("search snapshot at position %d refused (%s); building the index from the log",
                             position, error)
                 return None
             if loaded is None:
                 continue
-            if loaded.log_hash != self.log_hash(position):  # a file of another database, found by its name
-                self.files.refuse(self.files.path(position, snapshot_id), "a snapshot of another log")
-                return None
             return SearchIndex.from_snapshot(loaded, self.k1, self.b)
         log.warning("the stored search snapshots kept changing while this process looked; building the index from "
                     "the log")
         return None
 
-    def _fetched(self, position: int, snapshot_id: int) -> snapshot.Snapshot | None:
-        """The stored snapshot, checked, written to this host's file and mapped (read into this process alone if
-        the file cannot be written); None if the row is gone."""
+    def _fetched(self, position: int, snapshot_id: int, log_hash: str) -> snapshot.Snapshot | None:
+        """The stored snapshot, checked (``log_hash`` is this log's at ``position``), written to this host's file
+        and mapped (read into this process alone if the file cannot be written); None if the row is gone."""
         with self.store.database.read() as conn:
             blob = conn.execute(select(search_snapshots.c.data)
                                 .where(search_snapshots.c.snapshot_id == snapshot_id)).scalar()
         if blob is None:
             return None
-        if snapshot.verified(blob) != (position, self.log_hash(position)):
+        if snapshot.verified(blob) != (position, log_hash):
             raise SnapshotFormatError("it was taken of another log")
         try:
             return self.files.write(position, snapshot_id, blob)

@@ -182,6 +182,13 @@ def _aligned(offset: int) -> int:
 def inconsistencies(snapshot: Snapshot) -> list[str]:
     """What in the snapshot disagrees with itself: the arrays an index starts from (the sorted ids it looks
     memories up by, the per-slot arrays it scores and counts with) against the segment and the ids by slot."""
+    try:
+        return _inconsistencies(snapshot)
+    except (IndexError, ValueError) as error:  # arrays of the wrong shapes, slots out of range
+        return [f"the stored snapshot's arrays are malformed ({error})"]
+
+
+def _inconsistencies(snapshot: Snapshot) -> list[str]:
     segment, documents = snapshot.segment, snapshot.documents
     slot = {name: values[:documents] for name, values in snapshot.slot.items()}
     expected = {
@@ -196,8 +203,10 @@ def inconsistencies(snapshot: Snapshot) -> list[str]:
     }
     found = [name for name, (held, wanted) in expected.items()
              if len(held) != len(wanted) or not np.array_equal(held, wanted)]
+    if not np.array_equal(np.sort(snapshot.sorted_slots), np.arange(documents)):
+        found.append("sorted slots (not every slot once)")
     if len(snapshot.sorted_ids) > 1 and not bool(np.all(snapshot.sorted_ids[1:] > snapshot.sorted_ids[:-1])):
-        found.append("sorted ids out of order")
+        found.append("sorted ids (out of order)")
     return [f"the stored snapshot's {name} disagree with its segment and ids" for name in found]
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import projections.search.snapshot as snapshot
@@ -64,25 +65,33 @@ class SnapshotFiles:
 
     def remove_before(self, position: int) -> None:
         """Remove this host's snapshot files (temporary ones too) taken before ``position`` (a process mapping one
-        keeps its pages until it lets go); one that cannot be removed is logged (and ``before`` still lists it)."""
-        self._remove(self.before(position))
+        keeps its pages until it lets go); what cannot be removed is logged (and ``before`` still lists it)."""
+        self._remove(lambda named: named[0] < position)
 
     def remove_older(self, position: int, snapshot_id: int) -> None:
         """Remove this host's files of snapshots stored before that one."""
-        self._remove([path for path, named in self._named() if named < (position, snapshot_id)])
+        self._remove(lambda named: named < (position, snapshot_id))
 
     def before(self, position: int) -> list[Path]:
+        """This host's files of snapshots taken before ``position``; ``OSError`` if the directory cannot be read."""
         return [path for path, (taken, _) in self._named() if taken < position]
 
     def _named(self) -> list[tuple[Path, tuple[int, int]]]:
+        """The snapshot files here, by (position, row); none when there is no directory yet. Any other error
+        (one this process may not list) is raised: "no files" must never stand for "could not look"."""
         try:
             paths = list(self.directory.iterdir())
-        except OSError:  # no directory (yet), or none this process may read
+        except FileNotFoundError:
             return []
         return [(path, (int(named.group(1)), int(named.group(2)))) for path in paths
                 if (named := _NAME.fullmatch(path.name))]
 
-    def _remove(self, paths: list[Path]) -> None:
+    def _remove(self, chosen: Callable[[tuple[int, int]], bool]) -> None:
+        try:
+            paths = [path for path, named in self._named() if chosen(named)]
+        except OSError as error:
+            log.warning("cannot list the search snapshot files in %s: %s", self.directory, error)
+            return
         for path in paths:
             try:
                 path.unlink(missing_ok=True)
