@@ -164,13 +164,18 @@ def test_without_a_writable_directory_a_process_holds_its_own_copy(stored: Servi
 def test_an_erasure_removes_this_hosts_files_of_earlier_snapshots(stored: Services, any_make_caller):
     _restarted(stored).search.catch_up()
     assert _files(stored)
-    [erased] = stored.search.search(EVERYTHING, "rollback", 1)
-    admin = any_make_caller("read,write", ("admin.memories",))
+    checks = _erase_one(stored, any_make_caller)
+    assert not _files(stored)
+    assert checks["search snapshots"]["free"], checks
+
+
+def _erase_one(services: Services, make_caller) -> dict[str, dict]:
+    """Erase the best match for "rollback" through the admin API; the certificate's checks by store."""
+    [erased] = services.search.search(EVERYTHING, "rollback", 1)
+    admin = make_caller("read,write", ("admin.memories",))
     answer = admin.post("/v1/api/admin/erasures", json={"memory_id": erased.memory_id, "reason": "test"})
     assert answer.status_code == 201, answer.get_json()
-    assert not _files(stored)
-    checks = {check["store"]: check for check in answer.get_json()["checks"]}
-    assert checks["search snapshots"]["free"], checks
+    return {check["store"]: check for check in answer.get_json()["checks"]}
 
 
 def stored_blob(services: Services) -> bytes:
@@ -250,10 +255,8 @@ def test_an_erasure_removes_temporary_files_too_and_a_process_started_later_clea
     elsewhere = tmp_path / "another-host"
     elsewhere.mkdir()
     (elsewhere / path.name).write_bytes(path.read_bytes())  # a host whose processes were all stopped
-    [erased] = stored.search.search(EVERYTHING, "rollback", 1)
-    admin = any_make_caller("read,write", ("admin.memories",))
-    answer = admin.post("/v1/api/admin/erasures", json={"memory_id": erased.memory_id, "reason": "test"})
-    assert answer.status_code == 201 and not torn.exists() and not _files(stored)
+    assert _erase_one(stored, any_make_caller)["search snapshots"]["free"]
+    assert not torn.exists() and not _files(stored)
 
     later = _restarted(stored)
     later.search.files.directory = elsewhere  # that host starts a process after the erasure
@@ -273,11 +276,7 @@ def test_a_file_that_cannot_be_removed_is_reported_by_the_erasure_not_fatal(stor
         real_unlink(self, missing_ok=missing_ok)
 
     monkeypatch.setattr(Path, "unlink", stuck)
-    [erased] = stored.search.search(EVERYTHING, "rollback", 1)
-    admin = any_make_caller("read,write", ("admin.memories",))
-    answer = admin.post("/v1/api/admin/erasures", json={"memory_id": erased.memory_id, "reason": "test"})
-    assert answer.status_code == 201, answer.get_json()
-    checks = {check["store"]: check for check in answer.get_json()["checks"]}
+    checks = _erase_one(stored, any_make_caller)
     assert not checks["search snapshots"]["free"] and "1 files" in checks["search snapshots"]["detail"], checks
     assert stored.search.search(EVERYTHING, "canary", 5)  # and search goes on
 
@@ -293,11 +292,7 @@ def test_an_erasure_that_cannot_list_this_hosts_files_does_not_certify_them(stor
         return real_iterdir(self)
 
     monkeypatch.setattr(Path, "iterdir", unreadable)
-    [erased] = stored.search.search(EVERYTHING, "rollback", 1)
-    admin = any_make_caller("read,write", ("admin.memories",))
-    answer = admin.post("/v1/api/admin/erasures", json={"memory_id": erased.memory_id, "reason": "test"})
-    assert answer.status_code == 201, answer.get_json()
-    checks = {check["store"]: check for check in answer.get_json()["checks"]}
+    checks = _erase_one(stored, any_make_caller)
     assert not checks["search snapshots"]["free"] and "could not be listed" in checks["search snapshots"]["detail"]
 
 
