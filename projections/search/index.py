@@ -264,7 +264,7 @@ class SearchIndex(Merges):
             sources = self._capture(parts)
             position, words = self.position, list(self._vocabulary)
             keys = sorted(self._namespace_numbers, key=self._namespace_numbers.__getitem__)
-            memory_ids, updated = list(self._memory_ids), list(self._updated)
+            memory_ids, updated = self._memory_ids.copy(), self._updated.copy()  # what changes, not every slot
             versions, recency = self._version.copy(), self._recency.copy()
         segment = build(0, sources, len(words), self._tuning.pack_limit)
         documents, held = segment.documents, segment.slots.tolist()

@@ -10,7 +10,6 @@ dicts of this process's own.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 
 import numpy as np
 
@@ -45,11 +44,15 @@ class Labels:
         else:
             self._changed[slot] = value
 
-    def __iter__(self) -> Iterator[str | None]:
-        return (self[slot] for slot in range(len(self)))
-
     def append(self, value: str | None) -> None:
         self._added.append(value)
+
+    def copy(self) -> Labels:
+        """The labels as they are now, for reading after the index's lock is let go: the shared array is
+        immutable, so only what changed since is copied."""
+        copied = Labels(self._shared)
+        copied._changed, copied._added = dict(self._changed), list(self._added)
+        return copied
 
     def shared_bytes(self) -> int:
         return self._shared.nbytes

@@ -111,8 +111,9 @@ def verified(blob: bytes) -> tuple[int, str]:
 
 def load(blob: bytes) -> Snapshot:
     """A snapshot read from bytes (copied arrays, writable), after checking its format and checksum."""
-    verified(blob)
-    return _parsed(memoryview(bytearray(blob)), _header(blob)[1])
+    _, length, checksum = _header(blob)
+    _check(memoryview(blob)[_BODY:], checksum)
+    return _parsed(memoryview(bytearray(blob)), length)
 
 
 def write_file(blob: bytes, path: Path) -> None:
