@@ -74,6 +74,7 @@ from memoryd.app.services import Services
 from memoryd.bootstrap import build_services
 from memoryd.config import Config, StorageSettings
 from memoryd.domain import REST_MAX_CONTENT, Memory, Namespace, utc_timestamp
+from memoryd.driver import DriverStatement
 from memoryd.schema import structured_memories
 
 CHUNK = 50
@@ -281,7 +282,7 @@ def instrumented(services: Services) -> Iterator[Breakdown]:
 
         setattr(obj, attr, timed)
 
-    def on_execute(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+    def count(statement: str, where: str = "") -> None:
         breakdown.counts["statements"] += 1
         word = statement.lstrip().split(None, 1)[0].upper()
         if word == "SELECT" and "pg_advisory_xact_lock" in statement:
@@ -290,7 +291,23 @@ def instrumented(services: Services) -> Iterator[Breakdown]:
             word = "SELECT ... FOR UPDATE"
         elif word == "SELECT" and statement.strip().upper() == "SELECT 1":
             word = "SELECT 1 (pre-ping)"
-        breakdown.counts[f"  {word}"] += 1
+        breakdown.counts[f"  {word}{where}"] += 1
+
+    def on_execute(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        count(statement)
+
+    run_on_driver = DriverStatement._run
+    driver_sql: dict[int, str] = {}
+
+    def timed_on_driver(statement: DriverStatement, conn: Any, params: Any) -> Any:
+        start = time.perf_counter_ns()
+        try:
+            return run_on_driver(statement, conn, params)
+        finally:
+            breakdown.database_ns += time.perf_counter_ns() - start  # its binding included: a few µs
+            if id(statement) not in driver_sql:
+                driver_sql[id(statement)] = str(statement.statement.compile(dialect=conn.dialect))
+            count(driver_sql[id(statement)], " (driver)")
 
     def on_executed(conn: Any, *args: Any) -> None:
         breakdown.database_ns += time.perf_counter_ns() - conn.info.pop("bench_started")
@@ -323,10 +340,12 @@ def instrumented(services: Services) -> Iterator[Breakdown]:
     event.listen(engine, "commit", on_commit)
     event.listen(engine.pool, "checkout", on_checkout)
     engine.dialect.do_commit = timed_commit  # type: ignore[method-assign]
+    DriverStatement._run = timed_on_driver  # type: ignore[method-assign]
     try:
         yield breakdown
     finally:
         del engine.dialect.do_commit
+        DriverStatement._run = run_on_driver  # type: ignore[method-assign]
         event.remove(engine, "before_cursor_execute", on_execute)
         event.remove(engine, "before_cursor_execute", on_started)
         event.remove(engine, "after_cursor_execute", on_executed)

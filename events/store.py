@@ -50,6 +50,7 @@ from events.types import (
     superseded_stream_id,
 )
 from memoryd.db import Database, transaction_state
+from memoryd.driver import DriverStatement
 from memoryd.errors import ValidationError
 from memoryd.schema import event_gaps, event_head, events
 from memoryd.text import check_document
@@ -90,22 +91,25 @@ class ImportRefused(ValidationError):
 # Built once: the statements every save, search and turn runs (building a statement costs more than running it).
 _AFTER = select(events).where(events.c.position > bindparam("position")).order_by(events.c.position) \
     .limit(bindparam("limit"))
-_LAST = select(events).where(events.c.stream_id == bindparam("stream_id")).order_by(events.c.stream_version.desc()) \
-    .limit(1)
+_LAST = DriverStatement(select(events).where(events.c.stream_id == bindparam("stream_id"))
+                        .order_by(events.c.stream_version.desc()).limit(1))
 _STREAM_OF_MEMORY = select(events.c.stream_id).where(
     events.c.payload[("memory", "memory_id")].as_string() == bindparam("memory_id")).limit(1)
 _STREAM = select(events).where(events.c.stream_id == bindparam("stream_id")).order_by(events.c.stream_version)
 _INSERT = insert(events)
+_INSERT_ONE = DriverStatement(_INSERT)
 _HEAD = select(event_head.c.position, event_head.c.hash).where(event_head.c.log == "events")
+_READ_HEAD = DriverStatement(_HEAD)
 _NEWEST = select(events.c.position, events.c.hash).order_by(events.c.position.desc()).limit(1)
 _MOVE_HEAD = update(event_head).where(event_head.c.log == "events").values(
     position=bindparam("head_position"), hash=bindparam("head_hash"))
-_INSERT_MOVING_HEAD = insert(events).add_cte(_MOVE_HEAD.cte("moved_head"))  # PostgreSQL: one round trip, not two
+_MOVE_HEAD_NOW = DriverStatement(_MOVE_HEAD)
+_INSERT_MOVING_HEAD = DriverStatement(insert(events).add_cte(_MOVE_HEAD.cte("moved_head")))  # PostgreSQL: one round trip
 _REDACT = update(events).where(events.c.position == bindparam("at")).values(
     payload=bindparam("stub"), stream_id=bindparam("erased_stream"))
 _HOLDING = "append lock"  # in a transaction's state: it holds the append lock
 _APPENDED = "appended"  # in a transaction's state: the events it appended, in order
-_ORDER_APPENDS = text("SELECT pg_advisory_xact_lock(:class, hashtext(current_schema()))")
+_ORDER_APPENDS = DriverStatement(text("SELECT pg_advisory_xact_lock(:class, hashtext(current_schema()))"))
 _AT = select(events).where(or_(events.c.position.in_(bindparam("positions", expanding=True)),
                                events.c.stream_id.in_(bindparam("streams", expanding=True)))).order_by(events.c.position)
 
@@ -162,14 +166,17 @@ class EventStore:
     def _append_sealed(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[int]:
         """(In a write transaction) The positions after the head, the rows sealed at them, the head moved."""
         take_append_lock(conn)
-        head = conn.execute(_HEAD).one()
-        sealed = list(chained(head.hash, head.position + 1, rows))
+        [(head_position, head_hash)] = _READ_HEAD.rows(conn)
+        sealed = list(chained(head_hash, head_position + 1, rows))
         moved = {"head_position": sealed[-1]["position"], "head_hash": sealed[-1]["hash"]}
-        if conn.dialect.name == "postgresql" and len(sealed) == 1:
-            conn.execute(_INSERT_MOVING_HEAD, sealed[0] | moved)
-        else:
+        if len(sealed) > 1:
             conn.execute(_INSERT, sealed)
             conn.execute(_MOVE_HEAD, moved)
+        elif conn.dialect.name == "postgresql":
+            _INSERT_MOVING_HEAD.run(conn, sealed[0] | moved)
+        else:
+            _INSERT_ONE.run(conn, sealed[0])
+            _MOVE_HEAD_NOW.run(conn, moved)
         transaction_state(conn).setdefault(_APPENDED, []).extend(_sealed_event(row) for row in sealed)
         return [row["position"] for row in sealed]
 
@@ -188,8 +195,8 @@ class EventStore:
     def last_event(self, stream_id: str) -> RecordedEvent | None:
         """The newest event of a stream: it alone holds the stream's state."""
         with self.database.read() as conn:
-            row = conn.execute(_LAST, {"stream_id": stream_id}).first()
-        return _recorded(row) if row else None
+            found = _LAST.rows(conn, {"stream_id": stream_id})
+        return _recorded(found[0]) if found else None
 
     def event_at(self, position: int) -> RecordedEvent | None:
         with self.database.read() as conn:
@@ -377,7 +384,7 @@ def take_append_lock(conn: Connection) -> None:
     """(PostgreSQL) Take the append lock for this transaction, once: it is held until the transaction ends."""
     state = transaction_state(conn)
     if conn.dialect.name == "postgresql" and _HOLDING not in state:
-        conn.execute(_ORDER_APPENDS, {"class": APPEND_LOCK_CLASS})
+        _ORDER_APPENDS.rows(conn, {"class": APPEND_LOCK_CLASS})
         state[_HOLDING] = True
 
 
@@ -411,8 +418,8 @@ def _sealed_event(row: dict[str, Any]) -> RecordedEvent:
                          row["hash"])
 
 
-def _recorded(row: Row[Any]) -> RecordedEvent:
-    return RecordedEvent(*row)  # type: ignore[call-arg]  # every read selects the whole table: the fields' order
+def _recorded(row: Row[Any] | tuple[Any, ...]) -> RecordedEvent:
+    return RecordedEvent(*row)  # every read selects the whole table: the fields' order
 
 
 _FIELDS = [field.name for field in dataclasses.fields(RecordedEvent)]

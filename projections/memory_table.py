@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, Executable, bindparam, delete
+from sqlalchemy import Connection, bindparam, delete
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from events.types import MEMORY_EVENTS, MemoriesErased, MemoryDeleted, MemoryEvent, RecordedEvent
+from memoryd.driver import DriverStatement
 from memoryd.schema import memory_counts, structured_memories
 
 _REWRITTEN_ON_UPDATE = ("name", "description", "type", "scope", "scope_id", "content", "created", "updated", "last_accessed",
@@ -33,7 +34,7 @@ class MemoryTableProjection:
     tables = (structured_memories, memory_counts)  # what ``reset`` clears and ``memoryd projections verify`` compares
 
     def __init__(self) -> None:
-        self._upserts: dict[str, Executable] = {}
+        self._upserts: dict[str, DriverStatement] = {}
 
     def apply(self, conn: Connection, recorded: RecordedEvent) -> None:
         if not recorded.event_type.startswith(MEMORY_EVENTS):
@@ -51,7 +52,7 @@ class MemoryTableProjection:
             return
         row: dict[str, Any] = memory.to_dict() | {"last_accessed": memory.updated, "access_count": 0,
                                                   "version": recorded.stream_version}
-        conn.execute(self._upsert(conn.dialect.name), row)
+        self._upsert(conn.dialect.name).run(conn, row)
 
     def _delete(self, conn: Connection, memory_id: str) -> None:
         """The row goes, and (by trigger) its own namespace and type count one less, whatever an event carries;
@@ -59,14 +60,14 @@ class MemoryTableProjection:
         them (a replay of an erased log has none)."""
         conn.execute(_DELETE, {"gone": memory_id})
 
-    def _upsert(self, dialect: str) -> Executable:
-        """One INSERT .. ON CONFLICT (memory_id) DO UPDATE per dialect, built once."""
+    def _upsert(self, dialect: str) -> DriverStatement:
+        """One INSERT .. ON CONFLICT (memory_id) DO UPDATE per dialect, built once (every save runs it)."""
         if dialect not in self._upserts:
             statement = (postgres_insert if dialect == "postgresql" else sqlite_insert)(structured_memories)
-            self._upserts[dialect] = statement.on_conflict_do_update(
+            self._upserts[dialect] = DriverStatement(statement.on_conflict_do_update(
                 index_elements=[structured_memories.c.memory_id],
                 set_={column: statement.excluded[column] for column in _REWRITTEN_ON_UPDATE},
-            )
+            ))
         return self._upserts[dialect]
 
     def reset(self, conn: Connection) -> None:

@@ -27,6 +27,7 @@ from events.store import EventStore
 from events.types import RecordedEvent
 from memoryd.db import Database
 from memoryd.domain import utc_timestamp
+from memoryd.driver import DriverStatement
 from memoryd.errors import MemorydError
 from memoryd.schema import projection_checkpoints, projection_faults, projection_gaps
 
@@ -88,8 +89,9 @@ class Projector:
         free = select(projection_checkpoints.c.name).where(named, projection_checkpoints.c.position == bindparam("start"))
         free_now = select(func.count()).select_from(free.with_for_update(skip_locked=True).subquery()).scalar_subquery()
         faulted = exists().where(or_(*(projection_faults.c.projection == projection.name for projection in projections)))
-        self._advance_all = update(projection_checkpoints).where(named, free_now == len(projections), ~faulted) \
-            .values(position=bindparam("reached"))
+        self._advance_all = DriverStatement(update(projection_checkpoints)
+                                            .where(named, free_now == len(projections), ~faulted)
+                                            .values(position=bindparam("reached")))
 
     def catch_up(self) -> int:
         """Apply every event not yet projected; return the lowest checkpoint reached.
@@ -115,7 +117,7 @@ class Projector:
             if not appended or appended[-1].position != position or len(appended) > BATCH_SIZE:
                 return False
             start = appended[0].position - 1
-            if conn.execute(self._advance_all, {"start": start, "reached": position}).rowcount != len(self.projections):
+            if self._advance_all.run(conn, {"start": start, "reached": position}) != len(self.projections):
                 return False
             for projection in self.projections:
                 self._apply(conn, projection, start, appended)
