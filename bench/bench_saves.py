@@ -5,8 +5,9 @@ chunks (rotating which path goes first) so table growth, cache warm-up and
 background noise hit all of them alike:
 
 * ``memoryd``: ``services.bus.handle(SaveMemory.validated(...), EventMetadata(...))``:
-  validation, then one transaction: stream load, event append (PG: advisory
-  lock), the in-process projections with their checkpoints.
+  validation, then one transaction: (PG: the append lock, which reads the
+  log's head) stream load, event append, the in-process projections with
+  their checkpoints.
 * ``raw memories``: one SQLAlchemy Core ``INSERT`` (``ON CONFLICT DO UPDATE``
   for updates, the projection's own statement shape) into
   ``structured_memories``, one transaction (commit) per row.
@@ -53,6 +54,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from common import (
+    PLACEHOLDER_HASH,
     SEED,
     Latencies,
     bench_events,
@@ -84,7 +86,6 @@ OURS = "memoryd bus.handle"
 RAW_MEMORIES = "raw insert structured_memories"
 RAW_EVENTS = "raw insert events only"
 PATHS = (OURS, RAW_MEMORIES, RAW_EVENTS)
-PLACEHOLDER_HASH = "0" * 64
 
 _WORD_TEXT = """
 the a of to and in for on with that this is was be it as at by from or an not are we our
@@ -286,7 +287,7 @@ def instrumented(services: Services) -> Iterator[Breakdown]:
         breakdown.counts["statements"] += 1
         word = statement.lstrip().split(None, 1)[0].upper()
         if word == "SELECT" and "pg_advisory_xact_lock" in statement:
-            word = "SELECT advisory lock"
+            word = "SELECT head, advisory lock"
         elif word == "SELECT" and "FOR UPDATE" in statement:
             word = "SELECT ... FOR UPDATE"
         elif word == "SELECT" and statement.strip().upper() == "SELECT 1":

@@ -33,6 +33,7 @@ from memoryd.schema import events
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = 20261130
+PLACEHOLDER_HASH = "0" * 64  # a digest column's value in a baseline's row: computing the chain is memoryd's work
 POSTGRES_URL = os.environ.get("MEMORYD_BENCH_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 # Every session a bench opens itself carries this name, so other_sessions() can leave them out.
 APPLICATION_NAME = "memoryd-bench"

@@ -174,3 +174,41 @@ def test_a_position_held_by_an_open_transaction_is_passed_only_after_it_rolls_ba
     assert [event.position for event in store.iter_all()] == [1, held, held + 1, held + 2]
     with services.database.read() as conn:
         assert conn.execute(select(projection_gaps)).all() == []
+
+
+def test_an_append_that_waited_for_the_lock_seals_after_the_append_it_waited_for(built_postgres):
+    """The statement that takes the lock read the head before it waited; it must append after the head the
+    holder committed, not at the position the holder took (a stale head would collide there and fail)."""
+    services = built_postgres()
+    store = services.store
+    holding, release = threading.Event(), threading.Event()
+    failures: list[BaseException] = []
+
+    def hold_then_commit() -> None:
+        with services.database.unit():  # the append joins this transaction, which holds the lock until it ends
+            store.append(memory_stream_id("first", "global", ""), 0, [_memory(1)], EventMetadata())
+            holding.set()
+            release.wait(10)
+
+    def append_after_waiting() -> None:
+        try:
+            store.append(memory_stream_id("second", "global", ""), 0, [_memory(2)], EventMetadata())
+        except BaseException as error:  # the assertion below reports it
+            failures.append(error)
+
+    holder = threading.Thread(target=hold_then_commit)
+    holder.start()
+    assert holding.wait(10)
+    later = threading.Thread(target=append_after_waiting)
+    later.start()
+    try:
+        _until_waiting_for_the_append_lock(services, 1)
+    finally:
+        release.set()
+        holder.join()
+        later.join()
+
+    assert failures == []
+    assert [(event.position, event.stream_id) for event in store.iter_all()] == [
+        (1, memory_stream_id("first", "global", "")), (2, memory_stream_id("second", "global", ""))]
+    assert store.verify_chain().ok
