@@ -44,7 +44,32 @@ def repaired(value: str) -> str:
 
 
 def check_document(document: Any, root: str = "") -> None:
-    """Every key and string in a JSON-like document is storable; the error names its path."""
+    """Every key and string in a JSON-like document is storable; the error names its path.
+
+    Every request body and every event passes here, so the usual case (nothing wrong) is one search over
+    all the document's text at once; only a document that fails it is walked again to name the path."""
+    if _UNSTORABLE.search("".join(_strings(document))) is not None:
+        _name_the_unstorable(document, root)
+
+
+def _strings(document: Any) -> list[str]:
+    """Every key and string in ``document``, in no particular order."""
+    found: list[str] = []
+    stack = [document]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, dict):
+            found.extend(map(str, value))
+            stack.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            stack.extend(value)
+    return found
+
+
+def _name_the_unstorable(document: Any, root: str) -> None:
+    """Walk ``document`` to the first unstorable key or string and raise the error that names its path."""
     stack = [(document, root or "body")]
     while stack:
         value, path = stack.pop()
