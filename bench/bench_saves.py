@@ -9,7 +9,7 @@ background noise hit all of them alike:
   log's head) stream load, event append, the in-process projections with
   their checkpoints.
 * ``raw memories``: one SQLAlchemy Core ``INSERT`` (``ON CONFLICT DO UPDATE``
-  for updates, the projection's own statement shape) into
+  for updates, the projection's own statement shape), built once, into
   ``structured_memories``, one transaction (commit) per row.
 * ``raw events``: one Core ``INSERT`` of the same event row into a copy of the
   ``events`` table (``bench_events``, same columns, types and unique key),
@@ -174,6 +174,14 @@ class Runner:
         self.raw_ids: dict[int, str] = {}
         self.raw_versions: dict[int, int] = {}
         bench_events.create(self.database.engine, checkfirst=True)
+        # the baselines' statements are built once, as memoryd's are: no path pays for building one
+        self.raw_insert = insert(structured_memories)
+        upsert = self.insert(structured_memories)
+        self.raw_upsert = upsert.on_conflict_do_update(
+            index_elements=[structured_memories.c.memory_id],
+            set_={c: upsert.excluded[c] for c in ("description", "type", "content", "updated", "last_accessed")},
+        )
+        self.raw_event_insert = insert(bench_events)
 
     def metadata(self, save: Save) -> EventMetadata:
         return EventMetadata(actor_user_id="bench-ours", token_id="bench-token", surface="rest",
@@ -194,7 +202,7 @@ class Runner:
                "scope": self.raw_ns.scope, "scope_id": self.raw_ns.scope_id, "content": save.content,
                "created": now, "updated": now, "last_accessed": now, "access_count": 0}
         with self.database.write() as conn:
-            conn.execute(insert(structured_memories), row)
+            conn.execute(self.raw_insert, row)
         self.raw_ids[i] = memory_id
 
     def raw_update(self, i: int, save: Save) -> None:
@@ -202,13 +210,8 @@ class Runner:
         row = {"memory_id": self.raw_ids[i], "name": save.name, "description": save.description, "type": save.type,
                "scope": self.raw_ns.scope, "scope_id": self.raw_ns.scope_id, "content": save.content,
                "created": now, "updated": now, "last_accessed": now, "access_count": 0}
-        statement = self.insert(structured_memories).values(row)
-        statement = statement.on_conflict_do_update(
-            index_elements=[structured_memories.c.memory_id],
-            set_={c: statement.excluded[c] for c in ("description", "type", "content", "updated", "last_accessed")},
-        )
         with self.database.write() as conn:
-            conn.execute(statement)
+            conn.execute(self.raw_upsert, row)
 
     # -- raw events ---------------------------------------------------------
     def raw_event(self, i: int, save: Save) -> None:
@@ -228,7 +231,7 @@ class Runner:
             "hash": PLACEHOLDER_HASH,
         }
         with self.database.write() as conn:
-            conn.execute(insert(bench_events), row)
+            conn.execute(self.raw_event_insert, row)
         self.raw_versions[i] = version
 
 
