@@ -11,7 +11,9 @@ connection's dialect the first time, binds and decodes values with the statement
 (JSON on SQLite, ``jsonb`` on PostgreSQL), and turns a driver error into the SQLAlchemy exception the
 ``Connection`` would have raised (a lost connection is invalidated), so callers keep catching
 ``IntegrityError`` and the API keeps answering database trouble as it did. It runs in the connection's
-open transaction; only the hot statements use it, everything else stays on Core.
+open transaction; only the hot statements use it, everything else stays on Core. What it skips is
+also what it does not feed: its statements reach neither SQLAlchemy's ``before_cursor_execute`` events nor
+its ``echo`` log (``bench/bench_saves.py --breakdown`` counts them by wrapping ``DriverStatement``).
 """
 
 from __future__ import annotations
