@@ -25,12 +25,10 @@ from typing import Any
 from sqlalchemy import Connection
 from sqlalchemy.engine import Dialect
 from sqlalchemy.engine.interfaces import DBAPIModule
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, StatementError
 from sqlalchemy.sql import Executable
 from sqlalchemy.sql.compiler import Compiled
 from sqlalchemy.sql.elements import ColumnElement
-
-_CURSOR = "memoryd_driver_cursor"  # in a pooled connection's info: the cursor statements run on
 
 
 @dataclass(frozen=True)
@@ -50,12 +48,11 @@ class DriverStatement:
 
     def __init__(self, statement: Executable) -> None:
         self.statement = statement
-        self._prepared: dict[str, _Prepared] = {}
+        self._prepared: dict[tuple[str, str], _Prepared] = {}  # by dialect and driver
 
     def rows(self, conn: Connection, params: Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]:
         """Run a query: its rows as tuples of the selected columns, decoded as Core would decode them."""
-        prepared, cursor = self._run(conn, params or {})
-        found = cursor.fetchall()
+        prepared, found = self._run(conn, params or {}, lambda cursor: cursor.fetchall())
         if not any(prepared.columns):
             return [tuple(row) for row in found]
         return [tuple(value if decode is None or value is None else decode(value)
@@ -63,22 +60,31 @@ class DriverStatement:
 
     def run(self, conn: Connection, params: Mapping[str, Any] | None = None) -> int:
         """Run a change: the rows it matched (the driver's ``rowcount``)."""
-        return int(self._run(conn, params or {})[1].rowcount)
+        return int(self._run(conn, params or {}, lambda cursor: cursor.rowcount)[1])
 
-    def _run(self, conn: Connection, params: Mapping[str, Any]) -> tuple[_Prepared, Any]:
+    def _run(self, conn: Connection, params: Mapping[str, Any], result: Callable[[Any], Any]) -> tuple[_Prepared, Any]:
+        """Bind, execute and read ``result`` off a cursor of its own, closed after (it would keep the values,
+        a memory's text among them, until its next statement)."""
         dialect = conn.dialect
-        prepared = self._prepared.get(dialect.name) or self._prepare(dialect)
-        values = prepared.defaults | dict(params)
-        for name, process in prepared.processors.items():
-            values[name] = process(values[name])
-        bound: Sequence[Any] | dict[str, Any] = tuple(values[name] for name in prepared.names) \
-            if prepared.positional else values
-        cursor = _cursor(conn)
+        prepared = self._prepared.get((dialect.name, dialect.driver)) or self._prepare(dialect)
+        try:
+            values = prepared.defaults | dict(params)
+            for name, process in prepared.processors.items():
+                values[name] = process(values[name])
+            bound: Sequence[Any] | dict[str, Any] = tuple(values[name] for name in prepared.names) \
+                if prepared.positional else values
+        except Exception as error:
+            raise _unbindable(prepared.sql, error) from error
+        cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
         try:
             cursor.execute(prepared.sql, bound)
+            return prepared, result(cursor)
         except dialect.loaded_dbapi.Error as error:
             raise _translated(conn, dialect, prepared.sql, bound, error, cursor) from error
-        return prepared, cursor
+        except Exception as error:  # the driver's own adaptation of a value (psycopg dumps jsonb itself)
+            raise _unbindable(prepared.sql, error) from error
+        finally:
+            cursor.close()
 
     def _prepare(self, dialect: Dialect) -> _Prepared:
         compiled: Compiled = self.statement.compile(dialect=dialect)  # type: ignore[attr-defined]
@@ -96,19 +102,14 @@ class DriverStatement:
         columns = tuple(column.type.dialect_impl(dialect).result_processor(dialect, None) for column in selected)
         defaults = {name: bind.value for name, bind in binds.items() if bind.value is not None}
         prepared = _Prepared(compiled.string, names, positional, defaults, processors, columns)
-        self._prepared[dialect.name] = prepared
+        self._prepared[(dialect.name, dialect.driver)] = prepared
         return prepared
 
 
-def _cursor(conn: Connection) -> Any:
-    """The cursor kept with the connection's driver connection (one per connection: statements run one at a
-    time on it); a new one after a reconnect."""
-    pooled = conn.connection
-    driver = pooled.driver_connection
-    kept = pooled.info.get(_CURSOR)
-    if kept is None or kept[0] is not driver:
-        kept = pooled.info[_CURSOR] = (driver, driver.cursor())  # type: ignore[union-attr]
-    return kept[1]
+def _unbindable(sql: str, error: Exception) -> StatementError:
+    """What Core raises for a value it cannot bind (a missing one, or one JSON cannot hold): a
+    ``StatementError``, parameters hidden."""
+    return StatementError(f"({type(error).__name__}) {error}", sql, None, error, hide_parameters=True)
 
 
 def _translated(conn: Connection, dialect: Dialect, sql: str, bound: Any, error: DBAPIModule.Error, cursor: Any
@@ -117,7 +118,6 @@ def _translated(conn: Connection, dialect: Dialect, sql: str, bound: Any, error:
     key), parameters hidden; a lost connection is invalidated so the pool never hands it out again."""
     disconnected = dialect.is_disconnect(error, conn.connection.dbapi_connection, cursor)
     if disconnected:
-        conn.connection.info.pop(_CURSOR, None)
         conn.invalidate(error)
     return DBAPIError.instance(sql, bound, error, dialect.loaded_dbapi.Error, hide_parameters=True,
                                connection_invalidated=disconnected, dialect=dialect)  # type: ignore[return-value]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 from sqlalchemy import bindparam, insert, select, text, update
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import IntegrityError, OperationalError, StatementError
 
 from events.types import EventMetadata, memory_stream_id
 from memoryd.driver import DriverStatement
@@ -87,6 +87,24 @@ def test_a_unique_key_raises_integrity_error_with_its_values_hidden(database_url
         services.database.dispose()
 
 
+def test_a_value_that_cannot_be_bound_raises_statement_error_as_core_does(database_url):
+    services = _services_with_events(database_url, 1)
+    try:
+        with services.database.read() as conn:
+            row = dict(conn.execute(select(events)).mappings().one())
+        unbindable = row | {"position": 99, "stream_version": 2, "meta": {"when": object()}}  # JSON cannot hold it
+        with pytest.raises(StatementError, match="TypeError") as raised, services.database.write() as conn:
+            DriverStatement(insert(events)).run(conn, unbindable)
+        assert not isinstance(raised.value, IntegrityError)
+        missing = {key: value for key, value in row.items() if key != "hash"} | {"position": 99, "stream_version": 2}
+        with pytest.raises(StatementError, match="hash"), services.database.write() as conn:
+            DriverStatement(insert(events)).run(conn, missing)
+        with services.database.read() as conn:
+            assert conn.execute(select(events.c.position)).scalars().all() == [1]
+    finally:
+        services.database.dispose()
+
+
 def test_an_in_list_is_refused_it_would_be_rendered_on_every_run():
     statement = DriverStatement(select(events).where(events.c.position.in_(bindparam("positions", expanding=True))))
     services = make_services("sqlite://")
@@ -103,7 +121,7 @@ def test_a_lost_connection_is_invalidated_and_the_pool_hands_out_a_working_one(p
     head = DriverStatement(select(event_head.c.position))
     try:
         with services.database.engine.connect() as killer, services.database.engine.connect() as victim:
-            assert head.rows(victim) == [(1,)]  # the cursor it keeps is bound to this connection
+            assert head.rows(victim) == [(1,)]
             pid = victim.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
             victim.rollback()
             killer.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
@@ -111,7 +129,7 @@ def test_a_lost_connection_is_invalidated_and_the_pool_hands_out_a_working_one(p
                 head.rows(victim)
             assert raised.value.connection_invalidated
             assert victim.invalidated
-        with services.database.read() as conn:  # a new connection, with a new cursor
+        with services.database.read() as conn:  # the pool replaced the dead connection
             assert head.rows(conn) == [(1,)]
     finally:
         services.database.dispose()

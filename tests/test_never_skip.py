@@ -122,7 +122,10 @@ def test_without_serialized_appends_the_same_reader_does_skip_events(postgres_ur
 
 
 def _until_waiting_for_the_append_lock(services: Any, count: int) -> None:
-    query = text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+    """Until ``count`` sessions wait for this schema's append lock (other tests' schemas have their own: the
+    lock's second key is the schema's hash, shown in ``objid`` as an unsigned number)."""
+    query = text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
+                 "AND objid::bigint = (hashtext(current_schema())::bigint + 4294967296) % 4294967296")
 
     def queued() -> bool:
         with services.database.engine.connect() as conn:  # a fresh snapshot of pg_locks each time
