@@ -303,10 +303,10 @@ def instrumented(services: Services) -> Iterator[Breakdown]:
     run_on_driver = DriverStatement._run
     driver_sql: dict[int, str] = {}
 
-    def timed_on_driver(statement: DriverStatement, conn: Any, params: Any) -> Any:
+    def timed_on_driver(statement: DriverStatement, conn: Any, params: Any, result: Any) -> Any:
         start = time.perf_counter_ns()
         try:
-            return run_on_driver(statement, conn, params)
+            return run_on_driver(statement, conn, params, result)
         finally:
             breakdown.database_ns += time.perf_counter_ns() - start  # its binding included: a few µs
             if id(statement) not in driver_sql:
