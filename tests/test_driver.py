@@ -28,6 +28,12 @@ def _services_with_events(url: str, count: int):  # type: ignore[no-untyped-def]
     return services
 
 
+def _the_event(services):  # type: ignore[no-untyped-def]
+    """The log's one event, as the row Core reads (its columns by key)."""
+    with services.database.read() as conn:
+        return dict(conn.execute(select(events)).mappings().one())
+
+
 def test_rows_come_back_as_core_reads_them_json_decoded(database_url):
     services = _services_with_events(database_url, 3)
     stream = {"stream": memory_stream_id("same", "global", "")}
@@ -74,9 +80,7 @@ def test_run_counts_the_rows_a_change_matched_and_the_change_commits_with_its_tr
 def test_a_unique_key_raises_integrity_error_with_its_values_hidden(database_url):
     services = _services_with_events(database_url, 1)
     try:
-        with services.database.read() as conn:
-            row = conn.execute(select(events)).mappings().one()
-        again = dict(row) | {"position": 99, "meta": {"secret": "the-hidden-value"}}  # same stream and version
+        again = _the_event(services) | {"position": 99, "meta": {"secret": "the-hidden-value"}}  # same stream, version
         with pytest.raises(IntegrityError) as raised, services.database.write() as conn:
             DriverStatement(insert(events)).run(conn, again)
         assert "the-hidden-value" not in str(raised.value)
@@ -90,8 +94,7 @@ def test_a_unique_key_raises_integrity_error_with_its_values_hidden(database_url
 def test_a_value_that_cannot_be_bound_raises_statement_error_as_core_does(database_url):
     services = _services_with_events(database_url, 1)
     try:
-        with services.database.read() as conn:
-            row = dict(conn.execute(select(events)).mappings().one())
+        row = _the_event(services)
         unbindable = row | {"position": 99, "stream_version": 2, "meta": {"when": object()}}  # JSON cannot hold it
         with pytest.raises(StatementError, match="TypeError") as raised, services.database.write() as conn:
             DriverStatement(insert(events)).run(conn, unbindable)
