@@ -68,7 +68,7 @@ class DriverStatement:
         dialect = conn.dialect
         prepared = self._prepared.get((dialect.name, dialect.driver)) or self._prepare(dialect)
         try:
-            values = prepared.defaults | dict(params)
+            values = {**prepared.defaults, **params}
             for name, process in prepared.processors.items():
                 values[name] = process(values[name])
             bound: Sequence[Any] | dict[str, Any] = tuple(values[name] for name in prepared.names) \
