@@ -17,7 +17,7 @@ from commands.handlers import (
     save_many,
     save_memory,
 )
-from commands.model import DeleteMemory, DeleteMemoryById, SaveMemory
+from commands.model import DeleteMemory, DeleteMemoryById, OneMemoryCommand, SaveMemory
 from commands.projects import (
     ArchiveProject,
     CreateProject,
@@ -112,8 +112,9 @@ class CommandBus:
         take_key = (lambda conn, position: self.keys.claim(conn, claim, position)) if claim else None
         handler = HANDLERS[type(command)]
         outcome: AnyOutcome
+        reading = command.stream_id if isinstance(command, OneMemoryCommand) else None
         outcome, projected = self._in_one_transaction(lambda: handler(command, metadata, self.deps, take_key),
-                                                      lambda outcome: outcome.position)
+                                                      lambda outcome: outcome.position, reading)
         if outcome.position is not None:
             self.dispatcher.appended(outcome.position, projected)
         return outcome
@@ -126,10 +127,12 @@ class CommandBus:
             self.dispatcher.appended(outcomes[-1].position, projected)
         return outcomes
 
-    def _in_one_transaction(self, run: Callable[[], R], position_of: Callable[[R], int | None]) -> tuple[R, bool]:
+    def _in_one_transaction(self, run: Callable[[], R], position_of: Callable[[R], int | None],
+                            reading: str | None = None) -> tuple[R, bool]:
         """``run`` and the in-process projection in one transaction (and whether that projected it); when
         another writer appended to the same stream first, all of it is rolled back and run again on the new
-        state, a bounded number of times.
+        state, a bounded number of times. ``reading`` is the stream ``run`` decides on, if the command names
+        it: the statement that takes the append lock reads it too.
 
         A projection that fails in it takes the whole transaction back (no savepoint per command guards the
         append from it), and the command runs again without it: a projection's failure never fails a write."""
@@ -137,7 +140,8 @@ class CommandBus:
         while True:
             try:
                 with self.deps.store.database.unit() as conn:
-                    self.deps.store.hold_appends(conn)  # decided on a state that stays the stream's until commit
+                    # decided on a state that stays the stream's until commit
+                    self.deps.store.hold_appends(conn, reading=reading)
                     outcome = run()
                     position = position_of(outcome)
                     projected = project and position is not None and self._appending(position)

@@ -69,9 +69,8 @@ class Outcome:
 
 
 def save_memory(command: SaveMemory, metadata: EventMetadata, deps: Dependencies, claim: Claim = None) -> Outcome:
-    stream_id = memory_stream_id(command.name, command.namespace.scope, command.namespace.scope_id)
-    return _decide_and_append(stream_id, lambda current: _decide_save(command, current, deps), metadata, deps, claim,
-                              command.expected_version)
+    return _decide_and_append(command.stream_id, lambda current: _decide_save(command, current, deps), metadata, deps,
+                              claim, command.expected_version)
 
 
 def _decide_save(command: SaveMemory, current: Memory | None, deps: Dependencies) -> MemoryEvent:
@@ -87,14 +86,12 @@ def _decide_save(command: SaveMemory, current: Memory | None, deps: Dependencies
 
 
 def delete_memory(command: DeleteMemory, metadata: EventMetadata, deps: Dependencies, claim: Claim = None) -> Outcome:
-    stream_id = memory_stream_id(command.name, command.namespace.scope, command.namespace.scope_id)
-
     def decide(current: Memory | None) -> MemoryEvent:
         if current is None:
             raise NotFound(f"Memory '{command.name}' not found")
         return MemoryDeleted(current)
 
-    return _decide_and_append(stream_id, decide, metadata, deps, claim, command.expected_version)
+    return _decide_and_append(command.stream_id, decide, metadata, deps, claim, command.expected_version)
 
 
 def delete_memory_by_id(
@@ -171,7 +168,7 @@ def save_many(commands: list[SaveMemory], metadata: EventMetadata, deps: Depende
 
     A memory saved twice in one batch is created, then updated.
     """
-    streams = [memory_stream_id(c.name, c.namespace.scope, c.namespace.scope_id) for c in commands]
+    streams = [command.stream_id for command in commands]
     latest = deps.store.last_events(set(streams))
     versions = {stream: (event.stream_version if event else 0) for stream, event in latest.items()}
     state = {stream: current_memory(event) for stream, event in latest.items()}

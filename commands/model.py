@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from events.types import memory_stream_id
 from memoryd.domain import (
     Namespace,
     clean_content,
@@ -15,8 +16,19 @@ from memoryd.domain import (
 )
 
 
+class OneMemoryCommand:
+    """A command on the memory ``(name, scope, scope_id)``, which decides on that memory's stream alone."""
+
+    name: str
+    namespace: Namespace
+
+    @property
+    def stream_id(self) -> str:
+        return memory_stream_id(self.name, self.namespace.scope, self.namespace.scope_id)
+
+
 @dataclass(frozen=True)
-class SaveMemory:
+class SaveMemory(OneMemoryCommand):
     """Create the memory ``(name, scope, scope_id)`` or update it in place."""
 
     name: str
@@ -44,7 +56,7 @@ class SaveMemory:
 
 
 @dataclass(frozen=True)
-class DeleteMemory:
+class DeleteMemory(OneMemoryCommand):
     """Delete the memory ``(name, scope, scope_id)``."""
 
     name: str

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Row, bindparam, func, insert, or_, select, update
+from sqlalchemy import Connection, Row, bindparam, func, insert, or_, select, true, update
 from sqlalchemy.exc import IntegrityError
 
 from events.chain import (
@@ -93,8 +93,9 @@ class ImportRefused(ValidationError):
 # Built once: the statements every save, search and turn runs (building a statement costs more than running it).
 _AFTER = select(events).where(events.c.position > bindparam("position")).order_by(events.c.position) \
     .limit(bindparam("limit"))
-_LAST = DriverStatement(select(events).where(events.c.stream_id == bindparam("stream_id"))
-                        .order_by(events.c.stream_version.desc()).limit(1))
+_LAST_QUERY = select(events).where(events.c.stream_id == bindparam("stream_id")) \
+    .order_by(events.c.stream_version.desc()).limit(1)
+_LAST = DriverStatement(_LAST_QUERY)
 _STREAM_OF_MEMORY = select(events.c.stream_id).where(
     events.c.payload[("memory", "memory_id")].as_string() == bindparam("memory_id")).limit(1)
 _STREAM = select(events).where(events.c.stream_id == bindparam("stream_id")).order_by(events.c.stream_version)
@@ -110,11 +111,21 @@ _INSERT_MOVING_HEAD = DriverStatement(insert(events).add_cte(_MOVE_HEAD.cte("mov
 _REDACT = update(events).where(events.c.position == bindparam("at")).values(
     payload=bindparam("stub"), stream_id=bindparam("erased_stream"))
 _HOLDING = "append lock"  # in a transaction's state: it holds the append lock
+_READ_AHEAD = "read ahead"  # in a transaction's state: (stream id, its newest event), read with the lock
 _HEAD_HELD = "head"  # in a transaction's state: the head (position, hash) as it stands under the append lock
 _APPENDED = "appended"  # in a transaction's state: the events it appended, in order
 # PostgreSQL: take the append lock, then lock and read the head (``take_append_lock`` says why both)
-_LOCK_HEAD = DriverStatement(_HEAD.where(
-    func.pg_advisory_xact_lock(APPEND_LOCK_CLASS, func.hashtext(func.current_schema())).is_not(None)).with_for_update())
+_TAKE_LOCK = func.pg_advisory_xact_lock(APPEND_LOCK_CLASS, func.hashtext(func.current_schema())).is_not(None)
+_LOCK_HEAD = DriverStatement(_HEAD.where(_TAKE_LOCK).with_for_update())
+# The head, the head as the statement's snapshot saw it, and one stream's newest event (``hold_appends``)
+_SEEN = event_head.alias("seen")
+_NEWEST_OF_STREAM = _LAST_QUERY.subquery("newest")
+_HEAD_AND_NEWEST = select(event_head.c.position, event_head.c.hash,
+                          select(_SEEN.c.position).where(_SEEN.c.log == "events").scalar_subquery(),
+                          *_NEWEST_OF_STREAM.c) \
+    .select_from(event_head.outerjoin(_NEWEST_OF_STREAM, true())).where(event_head.c.log == "events")
+_READ_HEAD_AND_NEWEST = DriverStatement(_HEAD_AND_NEWEST)  # SQLite: its write transaction holds the writer's lock
+_LOCK_HEAD_AND_NEWEST = DriverStatement(_HEAD_AND_NEWEST.where(_TAKE_LOCK).with_for_update(of=event_head))
 _AT = select(events).where(or_(events.c.position.in_(bindparam("positions", expanding=True)),
                                events.c.stream_id.in_(bindparam("streams", expanding=True)))).order_by(events.c.position)
 
@@ -172,6 +183,7 @@ class EventStore:
         """(In a write transaction) The positions after the head, the rows sealed at them, the head moved."""
         take_append_lock(conn)
         state = transaction_state(conn)
+        state.pop(_READ_AHEAD, None)  # what it read of a stream is older than this append
         [(head_position, head_hash)] = [state.pop(_HEAD_HELD)] if _HEAD_HELD in state else _READ_HEAD.rows(conn)
         sealed = list(chained(head_hash, head_position + 1, rows))
         moved = {"head_position": sealed[-1]["position"], "head_hash": sealed[-1]["hash"]}
@@ -203,6 +215,9 @@ class EventStore:
     def last_event(self, stream_id: str) -> RecordedEvent | None:
         """The newest event of a stream: it alone holds the stream's state."""
         with self.database.read() as conn:
+            read_ahead: tuple[str, RecordedEvent | None] | None = transaction_state(conn).pop(_READ_AHEAD, None)
+            if read_ahead is not None and read_ahead[0] == stream_id:
+                return read_ahead[1]  # read with the append lock, which this transaction still holds
             found = _LAST.rows(conn, {"stream_id": stream_id})
         return _recorded(found[0]) if found else None
 
@@ -381,12 +396,29 @@ class EventStore:
         with self.database.read() as conn:
             return int(conn.execute(select(func.coalesce(func.max(events.c.position), 0))).scalar_one())
 
-    def hold_appends(self, conn: Connection) -> None:
+    def hold_appends(self, conn: Connection, reading: str | None = None) -> None:
         """(In a write transaction) Queue every other append until this transaction ends, so what it reads of
         the log stays the whole log until it commits: a command decides on a stream nobody can change under
         it (not even an erasure, which moves a stream's events out of it), and an erasure misses no racing
-        write. SQLite's write transactions hold its one writer's lock already."""
-        take_append_lock(conn)
+        write. SQLite's write transactions hold its one writer's lock already.
+
+        With ``reading``, the statement that takes the lock and reads the head also reads that stream's
+        newest event, and the transaction's ``last_event(reading)`` is answered from it: a command's lock,
+        head and state cost one statement. On PostgreSQL the stream was read as the statement's snapshot saw
+        it, before it waited for the lock; when the head moved in that wait, an append may have changed the
+        stream, and ``last_event`` reads it again."""
+        state = transaction_state(conn)
+        if reading is None or _HOLDING in state:
+            take_append_lock(conn)
+            return
+        postgres = conn.dialect.name == "postgresql"
+        statement = _LOCK_HEAD_AND_NEWEST if postgres else _READ_HEAD_AND_NEWEST
+        [(head_position, head_hash, seen_position, *newest)] = statement.rows(conn, {"stream_id": reading})
+        state[_HEAD_HELD] = (head_position, head_hash)
+        if postgres:
+            state[_HOLDING] = True
+        if seen_position == head_position:
+            state[_READ_AHEAD] = (reading, None if newest[0] is None else _recorded(tuple(newest)))
 
 
 def take_append_lock(conn: Connection) -> None:

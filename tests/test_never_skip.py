@@ -134,6 +134,46 @@ def _until_waiting_for_the_append_lock(services: Any, count: int) -> None:
     until(queued, "the later appends to queue behind the open transaction", timeout=10)
 
 
+def test_a_stream_read_while_waiting_for_the_lock_is_read_again_after_the_append_it_waited_for(built_postgres):
+    """``hold_appends`` reads the stream in the statement that waits for the lock, as its snapshot saw it
+    before the wait; when the holder appended to that stream, the command must decide on the holder's event,
+    not on the stream as it was (it would append at a version already taken)."""
+    services = built_postgres()
+    store, stream = services.store, memory_stream_id("m1", "global", "")
+    holding, release = threading.Event(), threading.Event()
+    seen: list[Any] = []
+
+    def hold_then_commit() -> None:
+        with services.database.unit():
+            store.append(stream, 0, [_memory(1)], EventMetadata())
+            holding.set()
+            release.wait(10)
+
+    def read_after_waiting() -> None:
+        try:
+            with services.database.unit() as conn:
+                store.hold_appends(conn, reading=stream)
+                seen.append(store.last_event(stream))
+        except BaseException as error:  # the assertion below reports it
+            seen.append(error)
+
+    holder = threading.Thread(target=hold_then_commit)
+    holder.start()
+    assert holding.wait(10)
+    reader = threading.Thread(target=read_after_waiting)
+    reader.start()
+    try:
+        _until_waiting_for_the_append_lock(services, 1)
+    finally:
+        release.set()
+        holder.join()
+        reader.join()
+
+    [last] = seen
+    assert last is not None and not isinstance(last, BaseException), last
+    assert (last.position, last.stream_version) == (1, 1)
+
+
 def test_a_position_held_by_an_open_transaction_is_passed_only_after_it_rolls_back_and_then_taken_again(built_postgres):
     services = built_postgres()
     store, projector = services.store, services.projector

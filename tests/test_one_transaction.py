@@ -113,6 +113,25 @@ def test_a_rolled_back_savepoint_leaves_no_appended_event_for_the_step_to_apply(
     assert store.verify_chain().ok
 
 
+def test_a_stream_read_with_the_append_lock_is_not_served_after_the_transaction_appends_to_it(any_services):
+    """``hold_appends`` reads the stream a command decides on; once the transaction appends to it, that
+    read is stale and ``last_event`` must read the stream again."""
+    store, stream = any_services.store, memory_stream_id("read_ahead", "global", "")
+    before = save(any_services, "read_ahead", "first")
+    with any_services.database.unit() as conn:
+        store.hold_appends(conn, reading=stream)
+        assert store.last_event(stream).position == before.position  # answered from what the lock's statement read
+    with any_services.database.unit() as conn:
+        store.hold_appends(conn, reading=stream)
+        position = store.append(stream, 1, [_saved("read_ahead")], EventMetadata())
+        assert store.last_event(stream).position == position
+
+
+def _saved(name: str) -> MemorySaved:
+    moment = "2026-01-01T00:00:00"
+    return MemorySaved(Memory(f"id-{name}", name, "d", "general", "global", "", "c", moment, moment))
+
+
 def test_a_claim_that_fails_takes_the_append_and_the_projection_with_it(any_services):
     first = save(any_services, "once")
     unclaimed = IdempotencyClaim("caller", "key-1", "fingerprint")  # an attempt that does not hold the key
