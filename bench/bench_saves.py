@@ -27,6 +27,11 @@ Run from the repo root::
     .venv/bin/python bench/bench_saves.py                  # both backends, defaults
     .venv/bin/python bench/bench_saves.py --backend sqlite --count 5000
     .venv/bin/python bench/bench_saves.py --breakdown      # + where memoryd's time goes
+    .venv/bin/python bench/bench_saves.py --rounds 5       # five fresh databases: the ratios' spread
+
+With ``--rounds`` above 1 the table is the first round's, and a summary gives each ratio's median and
+range over the rounds, and what a save costs against the two raw inserts it amounts to (the memory row
+and the event row, each in a transaction of its own): the floor an event-sourced save works against.
 
 PostgreSQL: ``MEMORYD_BENCH_POSTGRES_URL`` (default
 ``postgresql+psycopg://postgres@127.0.0.1:5432/test``); a fresh schema is
@@ -447,6 +452,31 @@ def _nproc() -> str:
         return ""  # environment() falls back to os.cpu_count()
 
 
+def rounds_summary(rounds: list[list[tuple[str, str, str, Stats, float]]]) -> list[str]:
+    """Per backend and workload over the rounds: ours / raw memories (saves/s), median and range, and ours
+    against both raw inserts together (mean time per save, ours over the two baselines' sum)."""
+    ratios: dict[tuple[str, str], list[float]] = {}
+    floors: dict[tuple[str, str], list[float]] = {}
+    for results in rounds:
+        mean_ms = {(backend, workload, path): statistics.fmean(stats.latencies_ns) / 1e6
+                   for backend, workload, path, stats, _ratio in results}
+        for backend, workload, path, _stats, ratio in results:
+            key = (backend, workload)
+            if path == RAW_MEMORIES:
+                ratios.setdefault(key, []).append(ratio)
+                both = mean_ms[(backend, workload, RAW_MEMORIES)] + mean_ms[(backend, workload, RAW_EVENTS)]
+                floors.setdefault(key, []).append(mean_ms[(backend, workload, OURS)] / both)
+    lines = ["| backend | workload | rounds | ours / raw memories: median (min–max) | "
+             "ours / (raw memories + raw events), time per save: median (min–max) |",
+             "|---|---|---:|---:|---:|"]
+    for (backend, workload), values in ratios.items():
+        floor = floors[(backend, workload)]
+        lines.append(f"| {backend} | {workload} | {len(values)} | {statistics.median(values):.2f} "
+                     f"({min(values):.2f}–{max(values):.2f}) | {statistics.median(floor):.2f} "
+                     f"({min(floor):.2f}–{max(floor):.2f}) |")
+    return lines
+
+
 def table(results: list[tuple[str, str, str, Stats, float]]) -> list[str]:
     lines = ["| backend | workload | path | n | saves/s | p50 ms | p95 ms | ours / this (saves/s) |",
              "|---|---|---|---:|---:|---:|---:|---:|"]
@@ -464,6 +494,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="memories per workload (default 2000 on sqlite, 1000 on postgres)")
     parser.add_argument("--breakdown", action="store_true",
                         help="also run an instrumented memoryd-only pass: phase timings, statements, commits per save")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="side-by-side runs, each on a fresh database (a summary of the ratios over them)")
     args = parser.parse_args(argv)
     backends = ("sqlite", "postgres") if args.backend == "both" else (args.backend,)
 
@@ -471,13 +503,18 @@ def main(argv: list[str] | None = None) -> int:
                                              load_note="other work on the machine skews absolute numbers more than ratios"))
     print(f"# seed {SEED}, chunk {CHUNK} (paths interleaved, rotating order), warm-up {WARMUP} per path, "
           "one transaction per save on every path")
-    results, notes = [], []
+    rounds: list[list[tuple[str, str, str, Stats, float]]] = [[] for _ in range(max(args.rounds, 1))]
+    notes = []
     for backend in backends:
         count = args.count or DEFAULT_COUNT[backend]
-        rows, backend_notes = bench_backend(backend, count, args.breakdown)
-        results.extend((backend, *row) for row in rows)
-        notes.extend(backend_notes)
-    print_results(table(results), notes)
+        for number, results in enumerate(rounds):
+            rows, backend_notes = bench_backend(backend, count, args.breakdown and number == 0)
+            results.extend((backend, *row) for row in rows)
+            notes.extend(backend_notes if number == 0 else backend_notes[1:])  # the server's line once
+    lines = table(rounds[0])
+    if len(rounds) > 1:
+        lines += ["", f"Over {len(rounds)} rounds (the table above is the first):", "", *rounds_summary(rounds)]
+    print_results(lines, notes)
     return 0
 
 
