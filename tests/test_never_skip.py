@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import random
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -134,20 +134,37 @@ def _until_waiting_for_the_append_lock(services: Any, count: int) -> None:
     until(queued, "the later appends to queue behind the open transaction", timeout=10)
 
 
+def _behind_an_open_append(services: Any, stream_id: str, waiting: Callable[[], None]) -> None:
+    """Run ``waiting`` in a thread while another transaction, which appended ``m1`` to ``stream_id``, holds
+    the append lock; that transaction commits once ``waiting`` queues for the lock."""
+    holding, release = threading.Event(), threading.Event()
+
+    def hold_then_commit() -> None:
+        with services.database.unit():  # the append joins this transaction, which holds the lock until it ends
+            services.store.append(stream_id, 0, [_memory(1)], EventMetadata())
+            holding.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold_then_commit)
+    holder.start()
+    assert holding.wait(10)
+    later = threading.Thread(target=waiting)
+    later.start()
+    try:
+        _until_waiting_for_the_append_lock(services, 1)
+    finally:
+        release.set()
+        holder.join()
+        later.join()
+
+
 def test_a_stream_read_while_waiting_for_the_lock_is_read_again_after_the_append_it_waited_for(built_postgres):
     """``hold_appends`` reads the stream in the statement that waits for the lock, as its snapshot saw it
     before the wait; when the holder appended to that stream, the command must decide on the holder's event,
     not on the stream as it was (it would append at a version already taken)."""
     services = built_postgres()
     store, stream = services.store, memory_stream_id("m1", "global", "")
-    holding, release = threading.Event(), threading.Event()
     seen: list[Any] = []
-
-    def hold_then_commit() -> None:
-        with services.database.unit():
-            store.append(stream, 0, [_memory(1)], EventMetadata())
-            holding.set()
-            release.wait(10)
 
     def read_after_waiting() -> None:
         try:
@@ -157,18 +174,7 @@ def test_a_stream_read_while_waiting_for_the_lock_is_read_again_after_the_append
         except BaseException as error:  # the assertion below reports it
             seen.append(error)
 
-    holder = threading.Thread(target=hold_then_commit)
-    holder.start()
-    assert holding.wait(10)
-    reader = threading.Thread(target=read_after_waiting)
-    reader.start()
-    try:
-        _until_waiting_for_the_append_lock(services, 1)
-    finally:
-        release.set()
-        holder.join()
-        reader.join()
-
+    _behind_an_open_append(services, stream, read_after_waiting)
     [last] = seen
     assert last is not None and not isinstance(last, BaseException), last
     assert (last.position, last.stream_version) == (1, 1)
@@ -224,14 +230,7 @@ def test_an_append_that_waited_for_the_lock_seals_after_the_append_it_waited_for
     holder committed, not at the position the holder took (a stale head would collide there and fail)."""
     services = built_postgres()
     store = services.store
-    holding, release = threading.Event(), threading.Event()
     failures: list[BaseException] = []
-
-    def hold_then_commit() -> None:
-        with services.database.unit():  # the append joins this transaction, which holds the lock until it ends
-            store.append(memory_stream_id("first", "global", ""), 0, [_memory(1)], EventMetadata())
-            holding.set()
-            release.wait(10)
 
     def append_after_waiting() -> None:
         try:
@@ -239,18 +238,7 @@ def test_an_append_that_waited_for_the_lock_seals_after_the_append_it_waited_for
         except BaseException as error:  # the assertion below reports it
             failures.append(error)
 
-    holder = threading.Thread(target=hold_then_commit)
-    holder.start()
-    assert holding.wait(10)
-    later = threading.Thread(target=append_after_waiting)
-    later.start()
-    try:
-        _until_waiting_for_the_append_lock(services, 1)
-    finally:
-        release.set()
-        holder.join()
-        later.join()
-
+    _behind_an_open_append(services, memory_stream_id("first", "global", ""), append_after_waiting)
     assert failures == []
     assert [(event.position, event.stream_id) for event in store.iter_all()] == [
         (1, memory_stream_id("first", "global", "")), (2, memory_stream_id("second", "global", ""))]
