@@ -111,7 +111,7 @@ _INSERT_MOVING_HEAD = DriverStatement(insert(events).add_cte(_MOVE_HEAD.cte("mov
 _REDACT = update(events).where(events.c.position == bindparam("at")).values(
     payload=bindparam("stub"), stream_id=bindparam("erased_stream"))
 _HOLDING = "append lock"  # in a transaction's state: it holds the append lock
-_READ_AHEAD = "read ahead"  # in a transaction's state: (stream id, its newest event), read with the lock
+_READ_AHEAD = "read ahead"  # in a transaction's state: (stream id, its newest event), read by the lock's statement
 _HEAD_HELD = "head"  # in a transaction's state: the head (position, hash) as it stands under the append lock
 _APPENDED = "appended"  # in a transaction's state: the events it appended, in order
 # PostgreSQL: take the append lock, then lock and read the head (``take_append_lock`` says why both)
@@ -217,7 +217,7 @@ class EventStore:
         with self.database.read() as conn:
             read_ahead: tuple[str, RecordedEvent | None] | None = transaction_state(conn).pop(_READ_AHEAD, None)
             if read_ahead is not None and read_ahead[0] == stream_id:
-                return read_ahead[1]  # read with the append lock, which this transaction still holds
+                return read_ahead[1]  # read with the lock's statement; no append has moved the head since
             found = _LAST.rows(conn, {"stream_id": stream_id})
         return _recorded(found[0]) if found else None
 
@@ -403,10 +403,13 @@ class EventStore:
         write. SQLite's write transactions hold its one writer's lock already.
 
         With ``reading``, the statement that takes the lock and reads the head also reads that stream's
-        newest event, and the transaction's ``last_event(reading)`` is answered from it: a command's lock,
-        head and state cost one statement. On PostgreSQL the stream was read as the statement's snapshot saw
-        it, before it waited for the lock; when the head moved in that wait, an append may have changed the
-        stream, and ``last_event`` reads it again."""
+        newest event, and the transaction's first ``last_event`` is answered from it if it asks for that
+        stream and nothing was appended before it: a command's lock, head and state cost one statement.
+        On PostgreSQL the stream is read as the statement's snapshot saw it, before the lock was granted
+        (the lock's condition sits on the join); ``FOR UPDATE`` re-reads only the head row, and the scalar
+        subquery keeps the snapshot's head. Every change to a stream (append, erasure, import) moves the
+        head under the lock, so when the two heads differ the stream may have changed since the snapshot,
+        and ``last_event`` reads it again."""
         state = transaction_state(conn)
         if reading is None or _HOLDING in state:
             take_append_lock(conn)

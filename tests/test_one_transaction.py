@@ -113,18 +113,31 @@ def test_a_rolled_back_savepoint_leaves_no_appended_event_for_the_step_to_apply(
     assert store.verify_chain().ok
 
 
-def test_a_stream_read_with_the_append_lock_is_not_served_after_the_transaction_appends_to_it(any_services):
-    """``hold_appends`` reads the stream a command decides on; once the transaction appends to it, that
-    read is stale and ``last_event`` must read the stream again."""
+def test_the_stream_read_with_the_append_lock_answers_for_that_stream_until_an_append(any_services, monkeypatch):
+    """``hold_appends`` reads the stream a command decides on, and ``last_event`` answers from it; not for
+    another stream, and not once the transaction appends (that read is stale then)."""
     store, stream = any_services.store, memory_stream_id("read_ahead", "global", "")
     before = save(any_services, "read_ahead", "first")
+    with any_services.database.unit() as conn, monkeypatch.context() as patch:
+        store.hold_appends(conn, reading=stream)
+        patch.setattr("events.store._LAST", _Unread())
+        assert store.last_event(stream).position == before.position  # answered from what the lock's statement read
+    other = memory_stream_id("not_read_ahead", "global", "")
+    elsewhere = save(any_services, "not_read_ahead")
     with any_services.database.unit() as conn:
         store.hold_appends(conn, reading=stream)
-        assert store.last_event(stream).position == before.position  # answered from what the lock's statement read
+        assert store.last_event(other).position == elsewhere.position  # another stream: read from the log
     with any_services.database.unit() as conn:
         store.hold_appends(conn, reading=stream)
         position = store.append(stream, 1, [_saved("read_ahead")], EventMetadata())
         assert store.last_event(stream).position == position
+
+
+class _Unread:
+    """Stands in for the stream's own read: a test fails if ``last_event`` reads the log again."""
+
+    def rows(self, *_args: object) -> list[tuple[object, ...]]:
+        raise AssertionError("the stream was read again, not answered from the lock's statement")
 
 
 def _saved(name: str) -> MemorySaved:
