@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from events.types import memory_stream_id
@@ -22,7 +23,7 @@ class OneMemoryCommand:
     name: str
     namespace: Namespace
 
-    @property
+    @cached_property  # the bus reads it with the append lock, then the handler decides on it
     def stream_id(self) -> str:
         return memory_stream_id(self.name, self.namespace.scope, self.namespace.scope_id)
 
