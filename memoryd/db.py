@@ -17,6 +17,8 @@ from typing import Any
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 
+from memoryd.driver import send_deferred, send_deferred_writes
+
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 _TRANSACTION_STATE = "memoryd_transaction_state"  # in a connection's info: (its transaction, the state)
 
@@ -118,6 +120,7 @@ class Database:
                 return
             with unit.begin_nested():
                 yield unit
+                send_deferred(unit)  # inside the savepoint, so that a deferred write's failure rolls back to it
             return
         if getattr(self._snapshot, "open", None) is not None:
             raise RuntimeError("a write inside a snapshot: the snapshot's later reads would not see it")
@@ -153,17 +156,18 @@ def _create_engine(url: str) -> Engine:
     (PostgreSQL's own ``DETAIL`` may still quote a row)."""
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
-        return _forgetting(create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20, hide_parameters=True))
+        return _tracking_transactions(create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20, hide_parameters=True))
     if parsed.database and parsed.database != ":memory:":
         Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
                            hide_parameters=True)
     event.listen(engine, "connect", _configure_sqlite_connection)
     event.listen(engine, "begin", _begin_sqlite_transaction)
-    return _forgetting(engine)
+    return _tracking_transactions(engine)
 
 
-def _forgetting(engine: Engine) -> Engine:
+def _tracking_transactions(engine: Engine) -> Engine:
+    send_deferred_writes(engine)  # first: a commit sends them before the transaction's state is forgotten
     for ended in ("commit", "rollback", "rollback_savepoint"):
         event.listen(engine, ended, _forget_transaction_state)
     return engine
