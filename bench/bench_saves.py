@@ -76,12 +76,11 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from commands.model import SaveMemory
 from events.types import MEMORY_SAVED, MEMORY_UPDATED, EventMetadata, memory_stream_id
-from memoryd import migrate
+from memoryd import driver, migrate
 from memoryd.app.services import Services
 from memoryd.bootstrap import build_services
 from memoryd.config import Config, StorageSettings
 from memoryd.domain import REST_MAX_CONTENT, Memory, Namespace, utc_timestamp
-from memoryd.driver import DriverStatement
 from memoryd.schema import structured_memories
 
 CHUNK = 50
@@ -305,18 +304,22 @@ def instrumented(services: Services) -> Iterator[Breakdown]:
     def on_execute(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
         count(statement)
 
-    run_on_driver = DriverStatement._run
-    driver_sql: dict[int, str] = {}
+    send_on_driver = driver._send
 
-    def timed_on_driver(statement: DriverStatement, conn: Any, params: Any, result: Any) -> Any:
+    def timed_on_driver(conn: Any, writes: list[Any], last: tuple[str, Any, Any] | None) -> None:
+        """Every driver statement goes through ``_send``: deferred writes, then the one being run (or the
+        ``COMMIT`` the deferred writes went with)."""
         start = time.perf_counter_ns()
         try:
-            return run_on_driver(statement, conn, params, result)
+            send_on_driver(conn, writes, last)
         finally:
-            breakdown.database_ns += time.perf_counter_ns() - start  # its binding included: a few µs
-            if id(statement) not in driver_sql:
-                driver_sql[id(statement)] = str(statement.statement.compile(dialect=conn.dialect))
-            count(driver_sql[id(statement)], " (driver)")
+            breakdown.database_ns += time.perf_counter_ns() - start
+            for write in writes:
+                count(write.sql, " (driver, deferred)")
+            if last is not None and last[0] != "COMMIT":
+                count(last[0], " (driver)")
+            if len(writes) + (last is not None) > 1:
+                breakdown.counts["sent together (one round trip)"] += 1
 
     def on_executed(conn: Any, *args: Any) -> None:
         breakdown.database_ns += time.perf_counter_ns() - conn.info.pop("bench_started")
@@ -349,12 +352,12 @@ def instrumented(services: Services) -> Iterator[Breakdown]:
     event.listen(engine, "commit", on_commit)
     event.listen(engine.pool, "checkout", on_checkout)
     engine.dialect.do_commit = timed_commit  # type: ignore[method-assign]
-    DriverStatement._run = timed_on_driver  # type: ignore[method-assign]
+    driver._send = timed_on_driver
     try:
         yield breakdown
     finally:
         del engine.dialect.do_commit
-        DriverStatement._run = run_on_driver  # type: ignore[method-assign]
+        driver._send = send_on_driver
         event.remove(engine, "before_cursor_execute", on_execute)
         event.remove(engine, "before_cursor_execute", on_started)
         event.remove(engine, "after_cursor_execute", on_executed)

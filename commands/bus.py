@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar, overload
 
+from sqlalchemy import Connection
+
 from commands.erasure import EraseMemories, ErasureOutcome, erase_memories
 from commands.handlers import (
     Dependencies,
@@ -38,6 +40,7 @@ from commands.supersede import SupersedeEvent, SupersedeOutcome, supersede_event
 from events.idempotency import IdempotencyClaim, IdempotencyKeys
 from events.store import ConcurrencyConflict
 from events.types import EventMetadata
+from memoryd.driver import failing_as
 from memoryd.errors import Conflict
 
 MAX_ATTEMPTS = 25
@@ -73,7 +76,8 @@ class Dispatcher(Protocol):
     def appending(self, position: int) -> bool:
         """Inside the command's transaction, after its append: True if the projections reached ``position``
         in it (an in-process projection then commits with the append). Raising rolls the command back; it
-        runs again without this step, and ``appended`` projects after its commit."""
+        runs again without this step, and ``appended`` projects after its commit. So does a write it
+        deferred (``memoryd.driver``) that fails only when the command commits."""
 
     def appended(self, position: int, projected: bool) -> None:
         """After the command's transaction committed: project what ``appending`` did not, or tell workers."""
@@ -81,6 +85,10 @@ class Dispatcher(Protocol):
 
 class _ProjectAfterCommit(Exception):
     """The in-transaction projection failed: roll the command back and run it again without that step."""
+
+    def __init__(self, position: int) -> None:
+        super().__init__(f"the projection of position {position} failed")
+        self.position = position
 
 
 class CommandBus:
@@ -134,8 +142,9 @@ class CommandBus:
         state, a bounded number of times. ``reading`` is the stream ``run`` decides on, if the command names
         it: the statement that takes the append lock reads it too.
 
-        A projection that fails in it takes the whole transaction back (no savepoint per command guards the
-        append from it), and the command runs again without it: a projection's failure never fails a write."""
+        A projection that fails in it, or at its commit, takes the whole transaction back (no savepoint per
+        command guards the append from it), and the command runs again without it: a projection's failure
+        never fails a write."""
         project, conflicts = True, 0
         while True:
             try:
@@ -144,20 +153,23 @@ class CommandBus:
                     self.deps.store.hold_appends(conn, reading=reading)
                     outcome = run()
                     position = position_of(outcome)
-                    projected = project and position is not None and self._appending(position)
+                    projected = project and position is not None and self._appending(conn, position)
                 return outcome, projected
             except ConcurrencyConflict as conflict:
                 conflicts += 1
                 if conflicts >= MAX_ATTEMPTS:
                     raise Conflict(f"too many concurrent writes ({conflict}); try again") from conflict
                 time.sleep(random.uniform(0, 0.002 * conflicts))
-            except _ProjectAfterCommit:  # once at most: the next run has no step to fail
+            except _ProjectAfterCommit as failed:  # once at most: the next run has no step to fail
+                log.error("projection failed inside the append of position %d; running the command again and "
+                          "catching up after it", failed.position, exc_info=failed.__cause__)
                 project = False
 
-    def _appending(self, position: int) -> bool:
+    def _appending(self, conn: Connection, position: int) -> bool:
         try:
-            return self.dispatcher.appending(position)
+            with failing_as(conn, lambda error: _ProjectAfterCommit(position)):  # its deferred writes, at commit
+                return self.dispatcher.appending(position)
+        except ConcurrencyConflict:  # the append's own deferred write, sent by the step's first statement
+            raise
         except Exception as error:
-            log.exception("projection failed inside the append of position %d; running the command again and "
-                          "catching up after it", position)
-            raise _ProjectAfterCommit from error
+            raise _ProjectAfterCommit(position) from error

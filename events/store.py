@@ -52,7 +52,7 @@ from events.types import (
     superseded_stream_id,
 )
 from memoryd.db import Database, transaction_state
-from memoryd.driver import DriverStatement
+from memoryd.driver import DriverStatement, failing_as
 from memoryd.errors import ValidationError
 from memoryd.schema import event_gaps, event_head, events
 from memoryd.text import check_document
@@ -175,8 +175,7 @@ class EventStore:
                 if claim is not None:
                     claim(conn, positions[-1])
         except IntegrityError as error:
-            streams = sorted({row["stream_id"] for row in rows})
-            raise ConcurrencyConflict(f"another writer moved {', '.join(streams[:3])} first") from error
+            raise _lost_race(rows) from error
         return positions
 
     def _append_sealed(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[int]:
@@ -190,8 +189,9 @@ class EventStore:
         if len(sealed) > 1:
             conn.execute(_INSERT, sealed)
             conn.execute(_MOVE_HEAD, moved)
-        elif conn.dialect.name == "postgresql":
-            _INSERT_MOVING_HEAD.run(conn, sealed[0] | moved)
+        elif conn.dialect.name == "postgresql":  # sent with the transaction's next statement or its commit
+            with failing_as(conn, lambda error: _lost_race(rows) if isinstance(error, IntegrityError) else error):
+                _INSERT_MOVING_HEAD.defer(conn, sealed[0] | moved)
         else:
             _INSERT_ONE.run(conn, sealed[0])
             _MOVE_HEAD_NOW.run(conn, moved)
@@ -436,6 +436,12 @@ def take_append_lock(conn: Connection) -> None:
     if conn.dialect.name == "postgresql" and _HOLDING not in state:
         [state[_HEAD_HELD]] = _LOCK_HEAD.rows(conn)
         state[_HOLDING] = True
+
+
+def _lost_race(rows: Sequence[dict[str, Any]]) -> ConcurrencyConflict:
+    """What a unique key's refusal of appended rows means: another writer took the stream's next version."""
+    streams = sorted({row["stream_id"] for row in rows})
+    return ConcurrencyConflict(f"another writer moved {', '.join(streams[:3])} first")
 
 
 def _gaps(conn: Connection) -> list[tuple[int, int]]:

@@ -52,7 +52,7 @@ class MemoryTableProjection:
             return
         row: dict[str, Any] = memory.to_dict() | {"last_accessed": memory.updated, "access_count": 0,
                                                   "version": recorded.stream_version}
-        self._upsert(conn.dialect.name).run(conn, row)
+        self._upsert(conn.dialect.name).defer(conn, row)  # nothing reads its result: sent with the next round trip
 
     def _delete(self, conn: Connection, memory_id: str) -> None:
         """The row goes, and (by trigger) its own namespace and type count one less, whatever an event carries;

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -27,7 +29,7 @@ from events.store import EventStore
 from events.types import RecordedEvent
 from memoryd.db import Database
 from memoryd.domain import utc_timestamp
-from memoryd.driver import DriverStatement
+from memoryd.driver import DriverStatement, failing_as
 from memoryd.errors import MemorydError
 from memoryd.schema import projection_checkpoints, projection_faults, projection_gaps
 
@@ -111,7 +113,8 @@ class Projector:
         locked by another catch-up or a rebuild) and with no fault recorded. False: nothing was written (on
         PostgreSQL the checkpoint rows it could lock stay locked until the commit); catch up after it. A
         projection that fails raises ``ProjectionStopped`` with its writes in the command's transaction,
-        which must roll back (no savepoint: it would cost every save two statements)."""
+        which must roll back (no savepoint: it would cost every save two statements). A write a projection
+        deferred may fail only when the command commits: the caller's ``failing_as`` names that failure."""
         with self.database.write() as conn:
             appended = self.store.appended(conn)
             if not appended or appended[-1].position != position or len(appended) > BATCH_SIZE:
@@ -120,7 +123,7 @@ class Projector:
             if self._advance_all.run(conn, {"start": start, "reached": position}) != len(self.projections):
                 return False
             for projection in self.projections:
-                self._apply(conn, projection, start, appended)
+                self._apply(conn, projection, start, appended, name_deferred=False)
             return True
 
     def checkpoint(self, projection_name: str) -> int:
@@ -236,15 +239,23 @@ class Projector:
             if len(batch) < BATCH_SIZE:
                 return position
 
-    def _apply(self, conn: Connection, projection: Projection, position: int, batch: list[RecordedEvent]) -> int:
+    def _apply(self, conn: Connection, projection: Projection, position: int, batch: list[RecordedEvent],
+               name_deferred: bool = True) -> int:
+        """Apply ``batch`` after ``position``; the position reached. An event that fails stops it with
+        ``ProjectionStopped`` at that event, also when the failure is a write the projection deferred (it can
+        surface at a later event's statement, or at the commit), unless ``name_deferred`` is False: the
+        caller's ``failing_as`` names those."""
         for recorded in batch:
             if recorded.position > position + 1:
                 self._record_gap(conn, projection.name, position + 1, recorded.position)
+            stopped = _stopped_at(projection, recorded)
             try:
-                projection.apply(conn, recorded)
+                with failing_as(conn, stopped) if name_deferred else nullcontext():
+                    projection.apply(conn, recorded)
+            except ProjectionStopped:  # an earlier event's deferred write, sent by this event's statement
+                raise
             except Exception as error:
-                raise ProjectionStopped(Fault(projection.name, recorded.position, recorded.event_type,
-                                    _storable(f"{type(error).__name__}: {error}")[:2000])) from error
+                raise stopped(error) from error
             position = recorded.position
         return position
 
@@ -314,6 +325,12 @@ _SAVE_ALL = update(projection_checkpoints).where(projection_checkpoints.c.name.i
     .values(position=bindparam("position"))
 _CLEAR_FAULTS = delete(projection_faults).where(projection_faults.c.projection.in_(bindparam("names", expanding=True)),
                                                 projection_faults.c.position <= bindparam("position"))
+
+
+def _stopped_at(projection: Projection, recorded: RecordedEvent) -> Callable[[Exception], ProjectionStopped]:
+    """How ``projection`` failing on ``recorded`` is raised, wherever the failure surfaces."""
+    return lambda error: ProjectionStopped(Fault(projection.name, recorded.position, recorded.event_type,
+                                                 _storable(f"{type(error).__name__}: {error}")[:2000]))
 
 
 def _storable(text: str) -> str:

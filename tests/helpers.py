@@ -36,6 +36,29 @@ def table_rows(services: Services) -> list[dict[str, Any]]:
         return [dict(row._mapping) for row in rows]
 
 
+def refuse_memory_rows(services: Services, content: str) -> Callable[[], None]:
+    """Make the database itself refuse any ``structured_memories`` row with this ``content`` (a trigger): a
+    read-model write that fails where the server runs it, which for a deferred write is at its transaction's
+    next round trip, not at its call. Returns what drops the trigger again."""
+    with services.database.write() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.exec_driver_sql("CREATE FUNCTION refuse_row() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                                 f"IF NEW.content = '{content}' THEN RAISE EXCEPTION 'row refused'; END IF; "
+                                 "RETURN NEW; END $$")
+            conn.exec_driver_sql("CREATE TRIGGER refuse_row BEFORE INSERT ON structured_memories FOR EACH ROW "
+                                 "EXECUTE FUNCTION refuse_row()")
+        else:
+            conn.exec_driver_sql(f"CREATE TRIGGER refuse_row BEFORE INSERT ON structured_memories WHEN NEW.content = "
+                                 f"'{content}' BEGIN SELECT RAISE(ABORT, 'row refused'); END")
+
+    def drop() -> None:
+        with services.database.write() as conn:
+            on = " ON structured_memories" if conn.dialect.name == "postgresql" else ""
+            conn.exec_driver_sql(f"DROP TRIGGER refuse_row{on}")
+
+    return drop
+
+
 def free_port() -> int:
     """A TCP port on the loopback nobody listens on right now."""
     with socket.socket() as sock:

@@ -20,7 +20,7 @@ from events.types import EventMetadata, MemorySaved, memory_stream_id
 from memoryd.domain import Memory, Namespace
 from memoryd.schema import events, projection_checkpoints, projection_faults
 from tests.conftest import make_services
-from tests.helpers import table_rows
+from tests.helpers import rebuild_equals_live, refuse_memory_rows, table_rows
 
 GLOBAL = Namespace("global", "")
 
@@ -67,6 +67,26 @@ def test_a_projection_that_fails_is_rolled_back_and_the_append_stands(any_servic
 
     any_services.projector.catch_up()  # the next catch-up projects what the broken one could not
     assert sorted(row["name"] for row in table_rows(any_services)) == ["before", "during"]
+
+
+def test_a_read_model_row_the_database_refuses_at_the_commit_still_lets_the_append_stand(any_services):
+    """On PostgreSQL the row goes with the commit (a deferred write), so the database refuses it only there:
+    the save is run again without its projection, and the catch-up after it stops at that event."""
+    save(any_services, "before")
+    allow = refuse_memory_rows(any_services, "refused")
+    refused = save(any_services, "refused", "refused")
+    assert any_services.store.last_event(memory_stream_id("refused", "global", "")).position == refused.position
+    assert [row["name"] for row in table_rows(any_services)] == ["before"]
+    [fault] = any_services.projector.faults()
+    assert (fault.projection, fault.position) == ("structured_memories", refused.position)
+    assert "row refused" in fault.error
+    assert any_services.projector.checkpoint("projects") == refused.position  # the other projection went on
+
+    allow()
+    any_services.projector.catch_up()
+    assert sorted(row["name"] for row in table_rows(any_services)) == ["before", "refused"]
+    assert any_services.projector.faults() == []
+    assert rebuild_equals_live(any_services)
 
 
 def test_a_save_behind_a_recorded_fault_leaves_projecting_to_a_catch_up_that_clears_the_fault(any_services):

@@ -19,7 +19,7 @@ from memoryd.app.services import Services
 from memoryd.cli import main
 from memoryd.schema import events
 from tests.conftest import Caller, _caller_factory, make_services
-from tests.helpers import names, rebuild_equals_live, table_rows
+from tests.helpers import names, rebuild_equals_live, refuse_memory_rows, table_rows
 
 MEMORIES = "/v1/api/memories"
 
@@ -103,6 +103,21 @@ def test_a_malformed_event_stops_its_projections_visibly_and_a_supersede_moves_t
     assert [(record["surface"], record["action"]) for record in audit] == [("cli", "event.supersede")]
     assert rebuild_equals_live(services)
     assert cli("projections", "rebuild", "search").exit_code == 0
+
+
+def test_a_row_the_database_refuses_stops_the_projection_at_its_own_event(stack: Any) -> None:
+    """A catch-up's rows are sent together (on PostgreSQL with the batch's next round trip): the failure is
+    still the refused event's, so what precedes it is applied and the fault names its position."""
+    services, _admin, _cli = stack
+    refuse_memory_rows(services, "refused")
+    plant(services, "before", a_memory("before"))
+    refused = plant(services, "refused", a_memory("refused", content="refused"))
+    plant(services, "after", a_memory("after"))
+    services.projector.catch_up()
+    [fault] = services.projector.faults()
+    assert (fault.projection, fault.position) == ("structured_memories", refused)
+    assert [row["name"] for row in table_rows(services)] == ["before"]
+    assert services.projector.checkpoint("structured_memories") == refused - 1
 
 
 def test_only_an_event_a_projection_is_stopped_on_can_be_superseded(stack: Any) -> None:
