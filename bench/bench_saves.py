@@ -86,6 +86,7 @@ from memoryd.schema import structured_memories
 CHUNK = 50
 WARMUP = 25
 DEFAULT_COUNT = {"sqlite": 2000, "postgres": 1000}
+PAGES_PASS = 200  # saves per path in the --pages pass
 OURS = "memoryd bus.handle"
 RAW_MEMORIES = "raw insert structured_memories"
 RAW_EVENTS = "raw insert events only"
@@ -402,6 +403,65 @@ def run_breakdown(services: Services, creates: list[Save]) -> list[str]:
     return lines
 
 
+WAL_GROUPS = (("event_head", "head, checkpoints"), ("projection_checkpoints", "head, checkpoints"),
+              ("sqlite_schema", "page 1 (the file grew)"), ("structured_memories", "read model"),
+              ("memory_counts", "read model"), ("events", "log"), ("sqlite_sequence", "log"))
+
+
+def wal_pages(services: Services, creates: list[Save]) -> list[str]:
+    """SQLite: the pages each path writes to the WAL per save (a commit writes every page it changed, and its
+    cost follows them), by what they belong to (``dbstat``), with automatic checkpoints off for the pass."""
+    database_file = str(services.database.url.database)
+    engine = services.database.engine
+
+    def no_autocheckpoint(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.execute("PRAGMA wal_autocheckpoint=0")
+
+    runner = Runner(services)
+    runner.ours_ns, runner.raw_ns, runner.events_ns = (Namespace("user", f"pages-{p}") for p in ("ours", "raw", "events"))
+    again = [(i, Save(s.name, s.content + " Updated.", s.description, s.type, s.request_id))
+             for i, s in enumerate(creates)]
+    passes: list[tuple[str, Callable[[int, Save], None], list[tuple[int, Save]]]] = [
+        ("create, memoryd", lambda _i, save: runner.ours(save), list(enumerate(creates))),
+        ("create, raw memories", runner.raw_create, list(enumerate(creates))),
+        ("create, raw events", runner.raw_event, list(enumerate(creates))),
+        ("update, memoryd", lambda _i, save: runner.ours(save), again),
+        ("update, raw memories", runner.raw_update, again),
+    ]
+    engine.dispose()  # connections made from here on take the pragma
+    event.listen(engine, "connect", no_autocheckpoint)
+    lines = []
+    try:
+        for label, op, items in passes:
+            with sqlite3.connect(database_file) as conn:
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            for i, save in items:
+                op(i, save)
+            with sqlite3.connect(database_file) as conn:
+                owners = dict(conn.execute("SELECT pageno, name FROM dbstat"))
+            groups: Counter[str] = Counter(_wal_group(owners.get(page, "?")) for page in _wal_frames(database_file))
+            per_save = {group: count / len(items) for group, count in groups.most_common()}
+            lines.append(f"  {label:<21} {sum(per_save.values()):5.1f} pages/save: "
+                         + ", ".join(f"{group} {count:.1f}" for group, count in per_save.items()))
+    finally:
+        event.remove(engine, "connect", no_autocheckpoint)
+        engine.dispose()
+    return lines
+
+
+def _wal_frames(database_file: str) -> list[int]:
+    """The page number of every frame in the database's WAL (header 32 bytes, each frame 24 + a page)."""
+    data = Path(database_file + "-wal").read_bytes()
+    if len(data) < 32:
+        return []
+    page_size = int.from_bytes(data[8:12], "big")
+    return [int.from_bytes(data[offset:offset + 4], "big") for offset in range(32, len(data) - 23, 24 + page_size)]
+
+
+def _wal_group(owner: str) -> str:
+    return next((group for prefix, group in WAL_GROUPS if prefix in owner), "log" if "bench_events" in owner else owner)
+
+
 @contextmanager
 def sqlite_database() -> Iterator[str]:
     with tempfile.TemporaryDirectory(prefix="memoryd-bench-") as directory:
@@ -414,7 +474,8 @@ def postgres_database() -> Iterator[str]:
         yield url
 
 
-def bench_backend(backend: str, count: int, breakdown: bool) -> tuple[list[tuple[str, str, Stats, float]], list[str]]:
+def bench_backend(backend: str, count: int, breakdown: bool, pages: bool = False
+                  ) -> tuple[list[tuple[str, str, Stats, float]], list[str]]:
     creates, updates = make_workload(count, SEED)
     warm_creates, _ = make_workload(WARMUP, SEED + 1)
     factory = sqlite_database if backend == "sqlite" else postgres_database
@@ -443,6 +504,10 @@ def bench_backend(backend: str, count: int, breakdown: bool) -> tuple[list[tuple
             if breakdown:
                 notes.append(f"{backend}: memoryd breakdown (separate instrumented pass, overhead included):")
                 notes.extend(run_breakdown(services, creates))
+            if pages and backend == "sqlite":
+                notes.append(f"{backend}: WAL pages per save (separate pass of {PAGES_PASS} saves per path, "
+                             "automatic checkpoints off):")
+                notes.extend(wal_pages(services, make_workload(PAGES_PASS, SEED + 2)[0]))
             return rows, notes
         finally:
             services.database.dispose()
@@ -497,6 +562,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="memories per workload (default 2000 on sqlite, 1000 on postgres)")
     parser.add_argument("--breakdown", action="store_true",
                         help="also run an instrumented memoryd-only pass: phase timings, statements, commits per save")
+    parser.add_argument("--pages", action="store_true",
+                        help="SQLite: also count the WAL pages each path writes per save, by table and index")
     parser.add_argument("--rounds", type=int, default=1,
                         help="side-by-side runs, each on a fresh database (a summary of the ratios over them)")
     args = parser.parse_args(argv)
@@ -511,7 +578,7 @@ def main(argv: list[str] | None = None) -> int:
     for backend in backends:
         count = args.count or DEFAULT_COUNT[backend]
         for number, results in enumerate(rounds):
-            rows, backend_notes = bench_backend(backend, count, args.breakdown and number == 0)
+            rows, backend_notes = bench_backend(backend, count, args.breakdown and number == 0, args.pages and number == 0)
             results.extend((backend, *row) for row in rows)
             notes.extend(backend_notes if number == 0 else backend_notes[1:])  # the server's line once
     lines = table(rounds[0])
