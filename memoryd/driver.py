@@ -154,7 +154,10 @@ def failing_as(conn: Connection, name: FailureName) -> Iterator[None]:
 def send_deferred_writes(engine: Engine) -> None:
     """Make ``engine``'s connections send their deferred writes with their next Core statement and with their
     commit (one round trip with the ``COMMIT``), and drop them with a rollback or a rolled-back savepoint (a
-    savepoint's own statement sent what preceded it). Registered before any other commit listener."""
+    savepoint's own statement sent what preceded it). Registered before any other commit listener; nothing
+    to do on a driver that runs deferred writes at once."""
+    if not _pipelines(engine.dialect.driver):
+        return
     event.listen(engine, "before_cursor_execute", _send_before_statement)
     event.listen(engine, "commit", _send_with_commit, insert=True)
     for dropping in ("rollback", "rollback_savepoint"):
