@@ -28,6 +28,7 @@ Run from the repo root::
     .venv/bin/python bench/bench_saves.py --backend sqlite --count 5000
     .venv/bin/python bench/bench_saves.py --breakdown      # + where memoryd's time goes
     .venv/bin/python bench/bench_saves.py --rounds 5       # five fresh databases: the ratios' spread
+    .venv/bin/python bench/bench_saves.py --backend sqlite --pages   # + WAL pages per save, by table and index
 
 With ``--rounds`` above 1 the table is the first round's, and a summary gives each ratio's median and
 range over the rounds, and what a save costs against the two raw inserts it amounts to (the memory row
