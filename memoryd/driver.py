@@ -3,7 +3,7 @@ per-run work.
 
 A Core statement run through a ``Connection`` pays SQLAlchemy's machinery on every run (cache lookup,
 parameter processing, execution context, result set-up): on this project's machine about 16 µs for a
-one-row UPDATE on SQLite, against about 1.3 µs for the driver itself. A save runs six such statements, so
+one-row UPDATE on SQLite, against about 1.3 µs for the driver itself. A save ran six such statements, so
 that machinery was a large share of what a save costs beyond a raw insert (docs/benchmarks.md, "Saves").
 
 ``DriverStatement`` keeps the Core statement as the one definition of its SQL: it compiles it for the
@@ -13,7 +13,7 @@ connection's dialect the first time, binds and decodes values with the statement
 ``IntegrityError`` and the API keeps answering database trouble as it did. It runs in the connection's
 open transaction; only the hot statements use it, everything else stays on Core. What it skips is
 also what it does not feed: its statements reach neither SQLAlchemy's ``before_cursor_execute`` events nor
-its ``echo`` log (``bench/bench_saves.py --breakdown`` counts them by wrapping ``DriverStatement``).
+its ``echo`` log (``bench/bench_saves.py --breakdown`` counts them by wrapping ``_send``, which runs them all).
 
 A change whose result its caller does not need can be *deferred* (``DriverStatement.defer``): on PostgreSQL
 (psycopg's pipeline mode) it is bound at once and sent with the transaction's next statement, or with its
@@ -86,9 +86,10 @@ class DriverStatement:
         return int(self._run(conn, params or {}, lambda cursor: cursor.rowcount)[1])
 
     def defer(self, conn: Connection, params: Mapping[str, Any] | None = None) -> None:
-        """A change whose result nobody reads: bound now (a value that cannot be bound raises here), sent with
-        the transaction's next statement or its commit where a round trip can carry several (see the module
-        docstring), run now elsewhere. Its failure is raised as the ``failing_as`` in force now names it."""
+        """A change whose result nobody reads: bound now (a value its types cannot bind raises here; psycopg
+        dumps ``jsonb`` only when it is sent), sent with the transaction's next statement or its commit where a
+        round trip can carry several (see the module docstring), run now elsewhere. Its failure is raised as
+        the ``failing_as`` in force now names it."""
         if conn.get_transaction() is None:
             raise RuntimeError("a deferred write is sent with its transaction: begin one first")
         prepared = self._prepared_for(conn.dialect)
