@@ -22,10 +22,8 @@ from events.types import MEMORY_EVENTS, MemoriesErased, MemoryDeleted, MemoryEve
 from memoryd.driver import DriverStatement
 from memoryd.schema import memory_counts, structured_memories
 
-# A row's identity (name, scope, scope_id) is its stream's, which never changes for a memory id, so an update
-# leaves it alone: SQLite rewrites the entries of every index whose columns an UPDATE sets, changed or not (the
-# unique name index would cost each update a page).
-_REWRITTEN_ON_UPDATE = ("description", "type", "content", "created", "updated", "last_accessed", "version")
+_REWRITTEN_ON_UPDATE = ("name", "description", "type", "scope", "scope_id", "content", "created", "updated", "last_accessed",
+                        "version")
 
 
 _DELETE = delete(structured_memories).where(structured_memories.c.memory_id == bindparam("gone"))
