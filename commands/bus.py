@@ -91,6 +91,15 @@ class _ProjectAfterCommit(Exception):
         self.position = position
 
 
+class _AppendFailed(Exception):
+    """A write the command deferred (its event's insert) failed where a later statement sent it, for a reason
+    that is not a lost race: raised as it is, not taken for the step's failure."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class CommandBus:
     def __init__(self, deps: Dependencies, dispatcher: Dispatcher, keys: IdempotencyKeys) -> None:
         self.deps = deps
@@ -151,7 +160,8 @@ class CommandBus:
                 with self.deps.store.database.unit() as conn:
                     # decided on a state that stays the stream's until commit
                     self.deps.store.hold_appends(conn, reading=reading)
-                    outcome = run()
+                    with failing_as(conn, _AppendFailed):  # a deferred insert's trouble, wherever it surfaces
+                        outcome = run()
                     position = position_of(outcome)
                     projected = project and position is not None and self._appending(conn, position)
                 return outcome, projected
@@ -160,6 +170,8 @@ class CommandBus:
                 if conflicts >= MAX_ATTEMPTS:
                     raise Conflict(f"too many concurrent writes ({conflict}); try again") from conflict
                 time.sleep(random.uniform(0, 0.002 * conflicts))
+            except _AppendFailed as failed:
+                raise failed.error from failed.error.__cause__
             except _ProjectAfterCommit as failed:  # once at most: the next run has no step to fail
                 log.error("projection failed inside the append of position %d; running the command again and "
                           "catching up after it", failed.position, exc_info=failed.__cause__)
@@ -169,7 +181,7 @@ class CommandBus:
         try:
             with failing_as(conn, lambda error: _ProjectAfterCommit(position)):  # its deferred writes, at commit
                 return self.dispatcher.appending(position)
-        except ConcurrencyConflict:  # the append's own deferred write, sent by the step's first statement
+        except (ConcurrencyConflict, _AppendFailed):  # the append's own deferred write, sent by the step
             raise
         except Exception as error:
             raise _ProjectAfterCommit(position) from error

@@ -36,7 +36,8 @@ def transaction_state(conn: Connection) -> dict[str, Any]:
 
 
 def _forget_transaction_state(conn: Connection, *_savepoint: Any) -> None:
-    conn.info.pop(_TRANSACTION_STATE, None)
+    if not conn.invalidated:  # an invalidated connection's info is gone with it (and asking for it raises)
+        conn.info.pop(_TRANSACTION_STATE, None)
 
 
 class Database:
@@ -118,6 +119,7 @@ class Database:
             if not isolated:
                 yield unit
                 return
+            send_deferred(unit)  # what precedes the savepoint fails outside it, where its caller expects a failure
             with unit.begin_nested():
                 yield unit
                 send_deferred(unit)  # inside the savepoint, so that a deferred write's failure rolls back to it

@@ -142,14 +142,24 @@ class DriverStatement:
 def failing_as(conn: Connection, name: FailureName) -> Iterator[None]:
     """Within: a write deferred on ``conn`` that fails, wherever it is sent, raises ``name(error)`` in place of
     ``error`` (the exception Core would raise), so its failure means what its deferrer says (a lost race, a
-    projection that stopped) and not what the statement that happened to send it was doing. A lost connection
-    keeps its own error: whether a commit sent with it happened is unknown."""
-    outer = conn.info.get(_FAILING_AS)
-    conn.info[_FAILING_AS] = name
+    projection that stopped) and not what the statement that happened to send it was doing. A name that gives
+    the error back unchanged leaves it to the ``failing_as`` around this one. A lost connection keeps its own
+    error: whether a commit sent with it happened is unknown."""
+    info = conn.info  # once: a connection lost inside refuses to give it again until rolled back
+    outer = info.get(_FAILING_AS)
+    info[_FAILING_AS] = name if outer is None else _first_of(name, outer)
     try:
         yield
     finally:
-        conn.info[_FAILING_AS] = outer
+        info[_FAILING_AS] = outer
+
+
+def _first_of(inner: FailureName, outer: FailureName) -> FailureName:
+    def named(error: Exception) -> Exception:
+        renamed = inner(error)
+        return renamed if renamed is not error else outer(error)
+
+    return named
 
 
 def send_deferred_writes(engine: Engine) -> None:
@@ -280,7 +290,8 @@ def _send_with_commit(conn: Connection) -> None:
 
 
 def _drop_deferred(conn: Connection, *_savepoint: Any) -> None:
-    conn.info.pop(_DEFERRED, None)
+    if not conn.invalidated:  # an invalidated connection's info is gone with it
+        conn.info.pop(_DEFERRED, None)
 
 
 def _named(write: _Deferred, failure: Exception, error: Exception) -> Exception:

@@ -36,27 +36,43 @@ def table_rows(services: Services) -> list[dict[str, Any]]:
         return [dict(row._mapping) for row in rows]
 
 
-def refuse_memory_rows(services: Services, content: str) -> Callable[[], None]:
-    """Make the database itself refuse any ``structured_memories`` row with this ``content`` (a trigger): a
-    read-model write that fails where the server runs it, which for a deferred write is at its transaction's
-    next round trip, not at its call. Returns what drops the trigger again."""
+def refuse_rows(services: Services, table: str, value: str, *, postgres: str, sqlite: str,
+                sqlite_failure: str = "SELECT RAISE(ABORT, 'row refused')") -> Callable[[], None]:
+    """Make the database itself refuse any ``table`` row whose ``postgres`` / ``sqlite`` expression (over ``NEW``)
+    equals ``value`` (a trigger): a write that fails where the server runs it, which for a deferred write is
+    at its transaction's next round trip, not at its call. On SQLite the trigger runs ``sqlite_failure``
+    (``RAISE`` fails as a constraint would). Returns what drops the trigger again."""
+    trigger = f"refuse_{table}"
     with services.database.write() as conn:
         if conn.dialect.name == "postgresql":
-            conn.exec_driver_sql("CREATE FUNCTION refuse_row() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-                                 f"IF NEW.content = '{content}' THEN RAISE EXCEPTION 'row refused'; END IF; "
+            conn.exec_driver_sql(f"CREATE FUNCTION {trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                                 f"IF {postgres} = '{value}' THEN RAISE EXCEPTION 'row refused'; END IF; "
                                  "RETURN NEW; END $$")
-            conn.exec_driver_sql("CREATE TRIGGER refuse_row BEFORE INSERT ON structured_memories FOR EACH ROW "
-                                 "EXECUTE FUNCTION refuse_row()")
+            conn.exec_driver_sql(f"CREATE TRIGGER {trigger} BEFORE INSERT ON {table} FOR EACH ROW "
+                                 f"EXECUTE FUNCTION {trigger}()")
         else:
-            conn.exec_driver_sql(f"CREATE TRIGGER refuse_row BEFORE INSERT ON structured_memories WHEN NEW.content = "
-                                 f"'{content}' BEGIN SELECT RAISE(ABORT, 'row refused'); END")
+            conn.exec_driver_sql(f"CREATE TRIGGER {trigger} BEFORE INSERT ON {table} WHEN {sqlite} = '{value}' "
+                                 f"BEGIN {sqlite_failure}; END")
 
     def drop() -> None:
         with services.database.write() as conn:
-            on = " ON structured_memories" if conn.dialect.name == "postgresql" else ""
-            conn.exec_driver_sql(f"DROP TRIGGER refuse_row{on}")
+            on = f" ON {table}" if conn.dialect.name == "postgresql" else ""
+            conn.exec_driver_sql(f"DROP TRIGGER {trigger}{on}")
 
     return drop
+
+
+def refuse_memory_rows(services: Services, content: str) -> Callable[[], None]:
+    """The read model's rows with this ``content`` refused by the database (``refuse_rows``)."""
+    return refuse_rows(services, "structured_memories", content, postgres="NEW.content", sqlite="NEW.content")
+
+
+def refuse_events(services: Services, content: str) -> Callable[[], None]:
+    """The log's events carrying a memory with this ``content`` refused by the database (``refuse_rows``), not
+    as a constraint would (the store takes a constraint's refusal of an event for a lost race): on SQLite
+    with a malformed-JSON error."""
+    return refuse_rows(services, "events", content, postgres="NEW.payload->'memory'->>'content'",
+                       sqlite="json_extract(NEW.payload, '$.memory.content')", sqlite_failure="SELECT json('{')")
 
 
 def free_port() -> int:

@@ -8,11 +8,13 @@ its promises.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
 import pytest
 from sqlalchemy import event, insert, select
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from commands.model import SaveMemory
 from events.idempotency import IdempotencyClaim, IdempotencyKeyTaken
@@ -20,7 +22,7 @@ from events.types import EventMetadata, MemorySaved, memory_stream_id
 from memoryd.domain import Memory, Namespace
 from memoryd.schema import events, projection_checkpoints, projection_faults
 from tests.conftest import make_services
-from tests.helpers import rebuild_equals_live, refuse_memory_rows, table_rows
+from tests.helpers import rebuild_equals_live, refuse_events, refuse_memory_rows, table_rows
 
 GLOBAL = Namespace("global", "")
 
@@ -75,6 +77,7 @@ def test_a_read_model_row_the_database_refuses_at_the_commit_still_lets_the_appe
     save(any_services, "before")
     allow = refuse_memory_rows(any_services, "refused")
     refused = save(any_services, "refused", "refused")
+    assert refused.created and refused.version == 1  # appended once: the run again found no event of its own
     assert any_services.store.last_event(memory_stream_id("refused", "global", "")).position == refused.position
     assert [row["name"] for row in table_rows(any_services)] == ["before"]
     [fault] = any_services.projector.faults()
@@ -87,6 +90,20 @@ def test_a_read_model_row_the_database_refuses_at_the_commit_still_lets_the_appe
     assert sorted(row["name"] for row in table_rows(any_services)) == ["before", "refused"]
     assert any_services.projector.faults() == []
     assert rebuild_equals_live(any_services)
+
+
+def test_an_event_the_database_refuses_fails_the_save_once_and_is_not_taken_for_the_projections(any_services,
+                                                                                                   caplog):
+    """On PostgreSQL the event's insert goes with the step's first statement: its failure is still the save's,
+    raised as the database gave it, not a projection's failure to run again without the step."""
+    save(any_services, "before")
+    refuse_events(any_services, "refused")
+    with caplog.at_level(logging.ERROR, logger="commands.bus"), pytest.raises(DBAPIError) as raised:
+        save(any_services, "refused", "refused")
+    assert not isinstance(raised.value, IntegrityError)  # the database's own error, as it gave it
+    assert not [record for record in caplog.records if "projection failed" in record.getMessage()]
+    assert any_services.store.last_event(memory_stream_id("refused", "global", "")) is None
+    assert [row["name"] for row in table_rows(any_services)] == ["before"]
 
 
 def test_a_save_behind_a_recorded_fault_leaves_projecting_to_a_catch_up_that_clears_the_fault(any_services):
