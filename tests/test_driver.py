@@ -7,6 +7,8 @@ the pool never hands out again.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import pytest
 from sqlalchemy import bindparam, insert, select, text, update
 from sqlalchemy.exc import IntegrityError, OperationalError, StatementError
@@ -153,6 +155,16 @@ def _named(error: Exception) -> Exception:
     return Named(f"named: {type(error).__name__}")
 
 
+@contextmanager
+def _events_in(url: str, count: int):  # type: ignore[no-untyped-def]
+    """Services on ``url`` whose log holds ``count`` events, disposed of after."""
+    services = _services_with_events(url, count)
+    try:
+        yield services
+    finally:
+        services.database.dispose()
+
+
 def _types(services) -> dict[int, str]:  # type: ignore[no-untyped-def]
     with services.database.read() as conn:
         return dict(conn.execute(_TYPES).all())
@@ -165,8 +177,7 @@ def _a_copy_of_the_event(services):  # type: ignore[no-untyped-def]
 
 
 def test_a_deferred_write_is_seen_by_the_next_statement_and_commits_with_the_transaction(database_url):
-    services = _services_with_events(database_url, 3)
-    try:
+    with _events_in(database_url, 3) as services:
         with services.database.write() as conn:
             _RENAME.defer(conn, {"at": 1, "new": "by-core"})
             assert dict(conn.execute(_TYPES).all())[1] == "by-core"  # a Core statement sends it first
@@ -175,13 +186,10 @@ def test_a_deferred_write_is_seen_by_the_next_statement_and_commits_with_the_tra
             assert [kind for _, kind in DriverStatement(_TYPES).rows(conn)] == ["by-core", "by-driver", "by-driver-too"]
             _RENAME.defer(conn, {"at": 1, "new": "with-the-commit"})
         assert _types(services) == {1: "with-the-commit", 2: "by-driver", 3: "by-driver-too"}
-    finally:
-        services.database.dispose()
 
 
 def test_a_deferred_write_goes_with_a_rollback_or_a_rolled_back_savepoint(database_url):
-    services = _services_with_events(database_url, 2)
-    try:
+    with _events_in(database_url, 2) as services:
         with pytest.raises(RuntimeError), services.database.write() as conn:
             _RENAME.defer(conn, {"at": 1, "new": "rolled-back"})
             raise RuntimeError("roll back")
@@ -191,15 +199,12 @@ def test_a_deferred_write_goes_with_a_rollback_or_a_rolled_back_savepoint(databa
                 _RENAME.defer(inner, {"at": 2, "new": "savepoint-rolled-back"})
                 raise RuntimeError("roll back to the savepoint")
         assert _types(services) == {1: "kept", 2: "memory.save"}  # the commit did not send the dropped write
-    finally:
-        services.database.dispose()
 
 
 @pytest.mark.parametrize("sent_by", ["driver statement", "core statement", "commit", "end of savepoint"])
 def test_a_deferred_write_that_fails_raises_as_its_deferrer_named_it_wherever_it_is_sent(database_url, sent_by):
-    services = _services_with_events(database_url, 1)
-    database = services.database
-    try:
+    with _events_in(database_url, 1) as services:
+        database = services.database
         copy = _a_copy_of_the_event(services)
         if sent_by == "end of savepoint":
             with database.unit() as conn:
@@ -222,38 +227,27 @@ def test_a_deferred_write_that_fails_raises_as_its_deferrer_named_it_wherever_it
         assert isinstance(raised.value.__cause__, IntegrityError)
         assert "hidden" in str(raised.value.__cause__)  # its values hidden, as Core hides them
         assert _types(services) == {1: "memory.save"}  # nothing of the transaction committed
-    finally:
-        database.dispose()
 
 
 def test_a_name_that_gives_the_error_back_leaves_it_to_the_failing_as_around_it(database_url):
-    services = _services_with_events(database_url, 1)
-    try:
+    with _events_in(database_url, 1) as services:
         with pytest.raises(Named) as raised, services.database.write() as conn, failing_as(conn, _named):
             with failing_as(conn, lambda error: error):  # not this one's to name
                 DriverStatement(insert(events)).defer(conn, _a_copy_of_the_event(services))
         assert isinstance(raised.value.__cause__, IntegrityError)
-    finally:
-        services.database.dispose()
 
 
 def test_a_deferred_write_nobody_named_fails_with_the_error_core_raises(database_url):
-    services = _services_with_events(database_url, 1)
-    try:
+    with _events_in(database_url, 1) as services:
         with pytest.raises(IntegrityError), services.database.write() as conn:
             DriverStatement(insert(events)).defer(conn, _a_copy_of_the_event(services))
         assert _types(services) == {1: "memory.save"}
-    finally:
-        services.database.dispose()
 
 
 def test_a_deferred_write_needs_a_transaction_to_go_with(database_url):
-    services = _services_with_events(database_url, 1)
-    try:
+    with _events_in(database_url, 1) as services:
         with services.database.engine.connect() as conn, pytest.raises(RuntimeError, match="transaction"):
             _RENAME.defer(conn, {"at": 1, "new": "nowhere"})
-    finally:
-        services.database.dispose()
 
 
 @pytest.mark.postgres
@@ -261,8 +255,7 @@ def test_a_deferred_write_needs_a_transaction_to_go_with(database_url):
 def test_a_deferred_write_cut_off_by_a_lost_connection_keeps_the_connections_error(postgres_url, sent_by):
     """Whether a commit sent with it happened is unknown: its deferrer's name (a lost race, a projection to
     run again) would be a guess."""
-    services = _services_with_events(postgres_url, 1)
-    try:
+    with _events_in(postgres_url, 1) as services:
         with services.database.engine.connect() as killer, services.database.engine.connect() as victim:
             pid = victim.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
             victim.rollback()
@@ -274,5 +267,3 @@ def test_a_deferred_write_cut_off_by_a_lost_connection_keeps_the_connections_err
                         DriverStatement(_TYPES).rows(victim)
             assert raised.value.connection_invalidated
         assert _types(services) == {1: "memory.save"}
-    finally:
-        services.database.dispose()
