@@ -9,7 +9,7 @@ from sqlalchemy import Connection, select
 
 from events.store import EventStore
 from events.types import EVENT_CLASSES, ErasedEvent, MemoryEvent, RecordedEvent
-from memoryd.schema import events
+from memoryd.schema import event_type_is, events
 
 AUDITED = tuple(EVENT_CLASSES)  # every event: memory, project and supersede
 
@@ -57,7 +57,7 @@ def list_audit(conn: Connection, query: AuditQuery) -> list[AuditRecord]:
         .limit(query.limit)
     )
     if query.action:
-        statement = statement.where(events.c.event_type == query.action)
+        statement = statement.where(event_type_is(query.action))
     if query.actor:
         statement = statement.where(events.c.meta["actor_user_id"].as_string() == query.actor)
     if query.project_id:

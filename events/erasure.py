@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, func, or_, select
 
 from events.types import MEMORY_DELETED, MEMORY_SAVED, MEMORY_UPDATED, EventSuperseded, MemoriesErased
-from memoryd.schema import events
+from memoryd.schema import event_type_is, events
 
 AT_ONCE = 500  # ids or positions per statement: databases cap bound parameters
 PERSONAL_SCOPES = ("user", "coordinator")  # a user's own scopes, keyed by the user's id
@@ -53,7 +53,7 @@ def events_of(conn: Connection, memory_ids: Sequence[str]) -> dict[int, str]:
     superseded = events.c.payload["position"].as_integer()
     for chunk in _chunks(sorted(found)):
         query = select(events.c.position, superseded).where(
-            events.c.event_type == EventSuperseded.event_type, superseded.in_(chunk))
+            event_type_is(EventSuperseded.event_type), superseded.in_(chunk))
         found.update({int(position): found[int(target)] for position, target in conn.execute(query)})
     return found
 
@@ -62,7 +62,7 @@ def erased_positions(conn: Connection) -> dict[int, int]:
     """Every position an erasure redacted -> that erasure's position (what the chain verifier accepts)."""
     found: dict[int, int] = {}
     for position, payload in conn.execute(select(events.c.position, events.c.payload)
-                                          .where(events.c.event_type == MemoriesErased.event_type)):
+                                          .where(event_type_is(MemoriesErased.event_type))):
         found.update(dict.fromkeys((int(redacted) for redacted in payload.get("positions", ())), int(position)))
     return found
 
@@ -70,12 +70,12 @@ def erased_positions(conn: Connection) -> dict[int, int]:
 def newest_erasure(conn: Connection) -> int:
     """The position of the newest erasure in the log (0: none)."""
     return int(conn.execute(select(func.coalesce(func.max(events.c.position), 0))
-                            .where(events.c.event_type == MemoriesErased.event_type)).scalar_one())
+                            .where(event_type_is(MemoriesErased.event_type))).scalar_one())
 
 
 def erasures_since(conn: Connection, after: int, besides: int | None) -> bool:
     """Whether an erasure past ``after`` is in the log, other than the one at ``besides``."""
-    query = select(events.c.position).where(events.c.event_type == MemoriesErased.event_type, events.c.position > after)
+    query = select(events.c.position).where(event_type_is(MemoriesErased.event_type), events.c.position > after)
     if besides is not None:
         query = query.where(events.c.position != besides)
     return conn.execute(query.limit(1)).first() is not None

@@ -43,6 +43,8 @@ from events.chain import (
 )
 from events.erasure import erased_positions
 from events.types import (
+    MEMORY_SAVED,
+    MEMORY_UPDATED,
     DomainEvent,
     ErasedEvent,
     EventMetadata,
@@ -54,7 +56,7 @@ from events.types import (
 from memoryd.db import Database, transaction_state
 from memoryd.driver import DriverStatement, failing_as
 from memoryd.errors import ValidationError
-from memoryd.schema import event_gaps, event_head, events
+from memoryd.schema import COMMON_EVENT_TYPES, event_gaps, event_head, event_type_is, events
 from memoryd.text import check_document
 
 # With the schema's hash, names the lock that orders appends on PostgreSQL: one lock
@@ -262,7 +264,7 @@ class EventStore:
 
     def superseded(self, conn: Connection) -> dict[int, EventSuperseded]:
         """Every superseded position and what supersedes it (one scan; for replays of the whole log)."""
-        rows = conn.execute(select(events).where(events.c.event_type == EventSuperseded.event_type))
+        rows = conn.execute(select(events).where(event_type_is(EventSuperseded.event_type)))
         found = [_recorded(row).to_domain() for row in rows]
         return {event.position: event for event in found if isinstance(event, EventSuperseded)}
 
@@ -477,6 +479,9 @@ def _sealed_event(row: dict[str, Any]) -> RecordedEvent:
 def _recorded(row: Row[Any] | tuple[Any, ...]) -> RecordedEvent:
     return RecordedEvent(*row)  # every read selects the whole table: the fields' order
 
+
+if COMMON_EVENT_TYPES != (MEMORY_SAVED, MEMORY_UPDATED):
+    raise RuntimeError("the schema's common event types (left out of the index by type) must be the ones saves write")
 
 _FIELDS = [field.name for field in dataclasses.fields(RecordedEvent)]
 if [column.name for column in events.columns] != _FIELDS:

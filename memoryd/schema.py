@@ -24,13 +24,18 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    and_,
+    literal_column,
     true,
 )
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.sql.elements import ColumnElement
 
 metadata = MetaData()
 
-# SQLite only gives AUTOINCREMENT (never reuse a position) to INTEGER PRIMARY KEY.
+# On SQLite an INTEGER PRIMARY KEY is the row's own key (no index beside the table). Positions come from
+# ``event_head`` (events/store.py), never from the database, so the log needs no AUTOINCREMENT: that wrote
+# its ``sqlite_sequence`` row on every append (migration 0013 rebuilt the table without it).
 Position = BigInteger().with_variant(Integer(), "sqlite")
 Document = JSON().with_variant(JSONB(), "postgresql")
 
@@ -49,11 +54,25 @@ events = Table(
     Column("hash", String(64), nullable=False),  # the chain's hash at this position
     UniqueConstraint("stream_id", "stream_version", name="uq_events_stream_version"),
     Index("ix_events_recorded_at", "recorded_at"),  # as_of a time: the position it names
-    Index("ix_events_event_type", "event_type"),  # supersedes and erasures, read by type
     # PostgreSQL also has ix_events_stream_code_points (stream_id COLLATE "C", stream_version), made by
     # migration 0011: a namespace's streams as one range (projections/as_of.py)
-    sqlite_autoincrement=True,
 )
+
+# The event types every save writes: most of the log, left out of the index by type, so an append writes one
+# index page less (a SQLite commit's cost follows its pages). A query for one of them reads the log in
+# position order, where they are the usual row; a query for any other type states ``_RARE_TYPE`` as the
+# index does, which is what lets SQLite use a partial index (``event_type_is``). events/store.py checks
+# that they are the types saves write.
+COMMON_EVENT_TYPES = ("memory.save", "memory.update")
+_RARE_TYPE = events.c.event_type.not_in([literal_column(f"'{name}'") for name in COMMON_EVENT_TYPES])
+Index("ix_events_rare_event_type", events.c.event_type, sqlite_where=_RARE_TYPE, postgresql_where=_RARE_TYPE)
+
+
+def event_type_is(event_type: str) -> ColumnElement[bool]:
+    """The log's events of ``event_type``: through the index by type unless it is a common one."""
+    if event_type in COMMON_EVENT_TYPES:
+        return events.c.event_type == event_type
+    return and_(events.c.event_type == event_type, _RARE_TYPE)
 
 structured_memories = Table(
     "structured_memories",

@@ -5,12 +5,15 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from hypothesis import given
 from hypothesis import strategies as st
-from sqlalchemy import delete
+from sqlalchemy import delete, func, select
 
+from commands.model import DeleteMemory
+from events.audit import AuditQuery, list_audit
 from events.store import ConcurrencyConflict
-from events.types import EventMetadata, MemorySaved, memory_stream_id
+from events.types import EventMetadata, MemoriesErased, MemorySaved, memory_stream_id
 from memoryd.domain import Memory
-from memoryd.schema import events, metadata
+from memoryd.schema import COMMON_EVENT_TYPES, event_type_is, events, metadata
+from tests.helpers import GLOBAL, rebuild_equals_live, save_memory
 
 
 def _event(name: str = "note") -> MemorySaved:
@@ -85,3 +88,65 @@ def test_an_event_the_code_cannot_read_stops_projection_instead_of_being_skipped
     assert [(fault.projection, fault.position) for fault in services.projector.faults()] == [
         ("structured_memories", 1)]
     assert all("no decoder for memory.mystery v1 at position 1" in fault.error for fault in services.projector.faults())
+
+
+def _rare_type_plan(conn) -> str:
+    """How the database reads the log's erasures (a rare type): its plan, as text."""
+    query = select(events.c.position).where(event_type_is(MemoriesErased.event_type), events.c.position > 0)
+    compiled = query.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True})
+    if conn.dialect.name == "postgresql":  # the type as a parameter, planned without its value, as psycopg sends it
+        conn.exec_driver_sql("SET LOCAL enable_seqscan = off")  # a tiny table is cheaper to scan: ask if it can
+        conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
+        conn.exec_driver_sql(f"PREPARE rare_type (text) AS {str(compiled).replace(repr(MemoriesErased.event_type), '$1')}")
+        plan = conn.exec_driver_sql(f"EXPLAIN EXECUTE rare_type ({MemoriesErased.event_type!r})").scalars().all()
+        conn.exec_driver_sql("DEALLOCATE rare_type")
+        return "\n".join(plan)
+    return "\n".join(row[3] for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}"))
+
+
+def test_rare_event_types_are_read_through_the_index_that_saves_never_write(any_services):
+    """The index by type holds no save or update (an append writes one index page less) and still serves
+    a read of a rare type, such as the erasures a search checks for."""
+    for number in range(3):
+        save_memory(any_services, f"note_{number}")
+    any_services.bus.handle(DeleteMemory("note_0", GLOBAL), EventMetadata())
+    with any_services.database.read() as conn:
+        indexed = conn.execute(select(func.count()).select_from(events).where(
+            events.c.event_type.not_in(COMMON_EVENT_TYPES))).scalar_one()
+        assert "ix_events_rare_event_type" in _rare_type_plan(conn)
+    with any_services.database.read() as conn:
+        assert [record.action for record in list_audit(conn, AuditQuery(action="memory.delete"))] == ["memory.delete"]
+        assert len(list_audit(conn, AuditQuery(action="memory.save"))) == 3
+    assert indexed == 1  # the delete alone
+
+
+def test_a_log_at_0012_comes_through_the_rebuild_event_for_event(any_services):
+    """Migration 0013 rebuilds SQLite's log without AUTOINCREMENT (positions come from the head): every
+    row is kept as it was, the chain verifies, and appends go on from the head, writing no sequence row."""
+    from alembic import command
+
+    from memoryd import migrate
+
+    for number in range(5):
+        save_memory(any_services, f"note_{number}", f"version {number}")
+    save_memory(any_services, "note_1", "changed")
+    any_services.bus.handle(DeleteMemory("note_2", GLOBAL), EventMetadata())
+    settings_ = migrate._alembic_config()
+    with any_services.database.write() as conn:
+        settings_.attributes["connection"] = conn
+        command.downgrade(settings_, "0012")
+    with any_services.database.read() as conn:
+        before = conn.execute(select(events).order_by(events.c.position)).all()
+    migrate.upgrade(any_services.database)
+    with any_services.database.read() as conn:
+        assert conn.execute(select(events).order_by(events.c.position)).all() == before
+    assert any_services.store.verify_chain().ok
+    assert save_memory(any_services, "after_the_rebuild").position == before[-1].position + 1
+    assert any_services.store.verify_chain().ok
+    assert rebuild_equals_live(any_services)
+    if any_services.database.dialect == "sqlite":
+        with any_services.database.read() as conn:
+            definition = conn.exec_driver_sql("SELECT sql FROM sqlite_master WHERE name = 'events'").scalar_one()
+            sequences = conn.exec_driver_sql("SELECT name FROM sqlite_sequence").scalars().all()
+        assert "AUTOINCREMENT" not in definition.upper()
+        assert "events" not in sequences

@@ -24,7 +24,7 @@ from events.store import EventStore
 from events.types import ErasedEvent, EventMetadata, MemoriesErased
 from memoryd.db import Database
 from memoryd.errors import NotFound
-from memoryd.schema import events, idempotency_keys, search_snapshots, structured_memories
+from memoryd.schema import event_type_is, events, idempotency_keys, search_snapshots, structured_memories
 from projections.projector import Projector
 from projections.search import SearchService
 
@@ -79,7 +79,7 @@ class Erasures:
 
     def _earlier(self, selector: dict[str, str]) -> tuple[int, MemoriesErased] | None:
         """The newest erasure of exactly this selector, and its position."""
-        query = (select(events.c.position, events.c.payload).where(events.c.event_type == MemoriesErased.event_type)
+        query = (select(events.c.position, events.c.payload).where(event_type_is(MemoriesErased.event_type))
                  .order_by(events.c.position.desc()))
         with self.database.read() as conn:
             for position, payload in conn.execute(query):
