@@ -120,6 +120,25 @@ def test_a_row_the_database_refuses_stops_the_projection_at_its_own_event(stack:
     assert services.projector.checkpoint("structured_memories") == refused - 1
 
 
+
+def test_an_event_carrying_another_memorys_id_stops_the_projection_and_changes_neither_row(stack: Any) -> None:
+    """An event whose memory id belongs to another memory (a bug, a hand-edited log) stops the projection at
+    that event: the unique identity refuses the row, and that other memory's text is not rewritten."""
+    services, _admin, _cli = stack
+    plant(services, "first", a_memory("first"))
+    plant(services, "second", a_memory("second"))
+    services.projector.catch_up()
+    before = table_rows(services)
+    stolen = services.store.append_rows([dict(
+        stream_id='memory:["global","","second"]', stream_version=2, event_type="memory.update", schema_version=1,
+        payload={"memory": a_memory("second", memory_id="id-first", content="overwritten")}, meta={},
+        recorded_at="2026-12-01T00:00:00.000000Z")])[0]
+    services.projector.catch_up()
+    [fault] = services.projector.faults()
+    assert (fault.projection, fault.position) == ("structured_memories", stolen)
+    assert table_rows(services) == before
+    assert services.projector.checkpoint("structured_memories") == stolen - 1
+
 def test_only_an_event_a_projection_is_stopped_on_can_be_superseded(stack: Any) -> None:
     services, admin, cli = stack
     position = int(admin.save("fine").headers["X-Memory-Position"])
