@@ -65,7 +65,8 @@ events = Table(
 # that they are the types saves write.
 COMMON_EVENT_TYPES = ("memory.save", "memory.update")
 _RARE_TYPE = events.c.event_type.not_in([literal_column(f"'{name}'") for name in COMMON_EVENT_TYPES])
-Index("ix_events_rare_event_type", events.c.event_type, sqlite_where=_RARE_TYPE, postgresql_where=_RARE_TYPE)
+Index("ix_events_rare_event_type", events.c.event_type, events.c.position,  # by type, then in log order
+      sqlite_where=_RARE_TYPE, postgresql_where=_RARE_TYPE)
 
 
 def event_type_is(event_type: str) -> ColumnElement[bool]:
@@ -73,6 +74,7 @@ def event_type_is(event_type: str) -> ColumnElement[bool]:
     if event_type in COMMON_EVENT_TYPES:
         return events.c.event_type == event_type
     return and_(events.c.event_type == event_type, _RARE_TYPE)
+
 
 structured_memories = Table(
     "structured_memories",

@@ -1,18 +1,23 @@
 """The event store's contract, on each backend."""
 
+import re
+from typing import Any
+
 import pytest
+import sqlalchemy
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from hypothesis import given
 from hypothesis import strategies as st
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, select
 
 from commands.model import DeleteMemory
 from events.audit import AuditQuery, list_audit
+from events.erasure import erased_positions, erasures_since, newest_erasure
 from events.store import ConcurrencyConflict
-from events.types import EventMetadata, MemoriesErased, MemorySaved, memory_stream_id
+from events.types import EventMetadata, MemorySaved, memory_stream_id
 from memoryd.domain import Memory
-from memoryd.schema import COMMON_EVENT_TYPES, event_type_is, events, metadata
+from memoryd.schema import events, metadata
 from tests.helpers import GLOBAL, rebuild_equals_live, save_memory
 
 
@@ -90,34 +95,60 @@ def test_an_event_the_code_cannot_read_stops_projection_instead_of_being_skipped
     assert all("no decoder for memory.mystery v1 at position 1" in fault.error for fault in services.projector.faults())
 
 
-def _rare_type_plan(conn) -> str:
-    """How the database reads the log's erasures (a rare type): its plan, as text."""
-    query = select(events.c.position).where(event_type_is(MemoriesErased.event_type), events.c.position > 0)
-    compiled = query.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True})
-    if conn.dialect.name == "postgresql":  # the type as a parameter, planned without its value, as psycopg sends it
-        conn.exec_driver_sql("SET LOCAL enable_seqscan = off")  # a tiny table is cheaper to scan: ask if it can
-        conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
-        conn.exec_driver_sql(f"PREPARE rare_type (text) AS {str(compiled).replace(repr(MemoriesErased.event_type), '$1')}")
-        plan = conn.exec_driver_sql(f"EXPLAIN EXECUTE rare_type ({MemoriesErased.event_type!r})").scalars().all()
-        conn.exec_driver_sql("DEALLOCATE rare_type")
-        return "\n".join(plan)
-    return "\n".join(row[3] for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}"))
+_PARAMETER = re.compile(r"%\((\w+)\)s")  # psycopg's named parameter
+
+
+def _plan(conn, statement: str, parameters: Any) -> str:
+    """The database's plan for a statement the code ran, as text; on PostgreSQL its generic plan (the one a
+    prepared statement settles on, which cannot see the parameters' values)."""
+    if conn.dialect.name == "sqlite":
+        return "\n".join(row[3] for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters))
+    values: list[str] = []
+
+    def numbered(found: re.Match[str]) -> str:
+        values.append(repr(parameters[found.group(1)]))
+        return f"${len(values)}"
+
+    conn.exec_driver_sql("SET LOCAL enable_seqscan = off")  # a tiny table is cheaper to scan: ask if it can
+    conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
+    conn.exec_driver_sql(f"PREPARE planned AS {_PARAMETER.sub(numbered, statement)}")
+    try:
+        return "\n".join(conn.exec_driver_sql(f"EXPLAIN EXECUTE planned ({', '.join(values)})").scalars())
+    finally:
+        conn.exec_driver_sql("DEALLOCATE planned")
 
 
 def test_rare_event_types_are_read_through_the_index_that_saves_never_write(any_services):
     """The index by type holds no save or update (an append writes one index page less) and still serves
-    a read of a rare type, such as the erasures a search checks for."""
+    every read of a rare type the code makes: the erasures a search and an idempotent replay check for,
+    the supersedes a replay applies, and the audit trail's action filter, in position order."""
     for number in range(3):
         save_memory(any_services, f"note_{number}")
     any_services.bus.handle(DeleteMemory("note_0", GLOBAL), EventMetadata())
+    ran: list[tuple[str, Any]] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        ran.append((statement, parameters))
+
+    sqlalchemy.event.listen(any_services.database.engine, "before_cursor_execute", record)
+    try:
+        with any_services.database.read() as conn:
+            newest_erasure(conn)
+            erasures_since(conn, 0, None)
+            erased_positions(conn)
+            any_services.store.superseded(conn)
+            deleted = [record.action for record in list_audit(conn, AuditQuery(action="memory.delete"))]
+        any_services.erasures._earlier({"memory_id": "none"})
+    finally:
+        sqlalchemy.event.remove(any_services.database.engine, "before_cursor_execute", record)
+    assert deleted == ["memory.delete"]
+    reads = [(statement, parameters) for statement, parameters in ran if "event_type" in statement]
+    assert len(reads) == 6
     with any_services.database.read() as conn:
-        indexed = conn.execute(select(func.count()).select_from(events).where(
-            events.c.event_type.not_in(COMMON_EVENT_TYPES))).scalar_one()
-        assert "ix_events_rare_event_type" in _rare_type_plan(conn)
+        plans = [_plan(conn, statement, parameters) for statement, parameters in reads]
+    assert all("ix_events_rare_event_type" in plan for plan in plans), plans
     with any_services.database.read() as conn:
-        assert [record.action for record in list_audit(conn, AuditQuery(action="memory.delete"))] == ["memory.delete"]
-        assert len(list_audit(conn, AuditQuery(action="memory.save"))) == 3
-    assert indexed == 1  # the delete alone
+        assert len(list_audit(conn, AuditQuery(action="memory.save"))) == 3  # a common type: in position order
 
 
 def test_a_log_at_0012_comes_through_the_rebuild_event_for_event(any_services):
@@ -137,6 +168,12 @@ def test_a_log_at_0012_comes_through_the_rebuild_event_for_event(any_services):
         command.downgrade(settings_, "0012")
     with any_services.database.read() as conn:
         before = conn.execute(select(events).order_by(events.c.position)).all()
+        assert "ix_events_event_type" in sqlalchemy.inspect(conn).get_indexes("events").__str__()
+        if conn.dialect.name == "sqlite":  # 0012's table, its sequence at the head
+            assert "AUTOINCREMENT" in conn.exec_driver_sql(
+                "SELECT sql FROM sqlite_master WHERE name = 'events'").scalar_one().upper()
+            assert conn.exec_driver_sql("SELECT seq FROM sqlite_sequence WHERE name = 'events'").scalar_one() == (
+                before[-1].position)
     migrate.upgrade(any_services.database)
     with any_services.database.read() as conn:
         assert conn.execute(select(events).order_by(events.c.position)).all() == before

@@ -120,7 +120,6 @@ def test_a_row_the_database_refuses_stops_the_projection_at_its_own_event(stack:
     assert services.projector.checkpoint("structured_memories") == refused - 1
 
 
-
 def test_an_event_carrying_another_memorys_id_stops_the_projection_and_changes_neither_row(stack: Any) -> None:
     """An event whose memory id belongs to another memory (a bug, a hand-edited log) stops the projection at
     that event: the unique identity refuses the row, and that other memory's text is not rewritten."""
@@ -138,6 +137,7 @@ def test_an_event_carrying_another_memorys_id_stops_the_projection_and_changes_n
     assert (fault.projection, fault.position) == ("structured_memories", stolen)
     assert table_rows(services) == before
     assert services.projector.checkpoint("structured_memories") == stolen - 1
+
 
 def test_only_an_event_a_projection_is_stopped_on_can_be_superseded(stack: Any) -> None:
     services, admin, cli = stack

@@ -2,7 +2,8 @@
 
 * The log's index by type leaves out the types every save writes (``memory.save``, ``memory.update``):
   they are most of the log and are read in position order; the rare ones (deletes, erasures, supersedes,
-  project events) keep their index, now partial (``memoryd.schema.event_type_is``). Both backends.
+  project events) keep their index, now partial and in position order within a type, so the audit
+  trail's action filter reads one ordered range (``memoryd.schema.event_type_is``). Both backends.
 * SQLite: ``events`` is rebuilt without ``AUTOINCREMENT``. Positions come from ``event_head``, never from
   the database, so its ``sqlite_sequence`` row was written on every append for nothing. The rebuild copies
   every row as it is (positions, digests and hashes), so the chain verifies as before; it reads and writes
@@ -23,7 +24,7 @@ depends_on = None
 _COMMON = "'memory.save', 'memory.update'"
 _COLUMNS = ("position, stream_id, stream_version, event_type, schema_version, payload, metadata, recorded_at, "
             "payload_sha256, hash")
-# ``events`` as migrations 0001, 0010 and 0011 left it on SQLite, but for AUTOINCREMENT
+# ``events`` as migrations 0001 and 0010 left it on SQLite, but for AUTOINCREMENT
 _SQLITE_EVENTS = """CREATE TABLE {name} (
     position INTEGER NOT NULL PRIMARY KEY{autoincrement},
     stream_id TEXT NOT NULL,
@@ -44,7 +45,8 @@ def upgrade() -> None:
         _rebuild_sqlite_events(autoincrement=False)  # its indexes go with the old table
     else:
         op.drop_index("ix_events_event_type", "events")
-    op.execute(f"CREATE INDEX ix_events_rare_event_type ON events (event_type) WHERE (event_type NOT IN ({_COMMON}))")
+    op.execute("CREATE INDEX ix_events_rare_event_type ON events (event_type, position) "
+               f"WHERE (event_type NOT IN ({_COMMON}))")
 
 
 def downgrade() -> None:
@@ -62,4 +64,7 @@ def _rebuild_sqlite_events(autoincrement: bool) -> None:
     op.execute(f"INSERT INTO events_rebuilt ({_COLUMNS}) SELECT {_COLUMNS} FROM events ORDER BY position")
     op.execute("DROP TABLE events")  # and its row in sqlite_sequence; an AUTOINCREMENT copy has its own
     op.execute("ALTER TABLE events_rebuilt RENAME TO events")
+    if autoincrement:  # never below the highest position taken (0010 set it so): a removed tail stays burnt
+        op.execute("UPDATE sqlite_sequence SET seq = max(seq, (SELECT position FROM event_head WHERE log = 'events')) "
+                   "WHERE name = 'events'")
     op.create_index("ix_events_recorded_at", "events", ["recorded_at"])
