@@ -29,6 +29,7 @@ Run from the repo root::
     .venv/bin/python bench/bench_saves.py --breakdown      # + where memoryd's time goes
     .venv/bin/python bench/bench_saves.py --rounds 5       # five fresh databases: the ratios' spread
     .venv/bin/python bench/bench_saves.py --backend sqlite --pages   # + WAL pages per save, by table and index
+    .venv/bin/python bench/bench_saves.py --backend sqlite --replay  # + each path's statements replayed alone
 
 With ``--rounds`` above 1 the table is the first round's, and a summary gives each ratio's median and
 range over the rounds, and what a save costs against the two raw inserts it amounts to (the memory row
@@ -43,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -88,6 +90,7 @@ CHUNK = 50
 WARMUP = 25
 DEFAULT_COUNT = {"sqlite": 2000, "postgres": 1000}
 PAGES_PASS = 200  # saves per path in the --pages pass
+REPLAY_PASS = 1000  # creates per path in the --replay pass
 OURS = "memoryd bus.handle"
 RAW_MEMORIES = "raw insert structured_memories"
 RAW_EVENTS = "raw insert events only"
@@ -450,6 +453,75 @@ def wal_pages(services: Services, creates: list[Save]) -> list[str]:
     return lines
 
 
+
+def replayed(services: Services, creates: list[Save]) -> list[str]:
+    """SQLite: each path's time in the process beside its statements' alone: every statement a create ran
+    (with its bound values) and its commit are recorded, then run again in pure ``sqlite3`` on a copy of
+    the database as it stood before them. The difference is what a path spends outside the database
+    (our Python, SQLAlchemy's, the engine's transaction)."""
+    database_file = str(services.database.url.database)
+    services.database.engine.dispose()
+    with sqlite3.connect(database_file) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    copy = database_file + ".replay"
+    shutil.copyfile(database_file, copy)
+    runner = Runner(services)
+    runner.ours_ns, runner.raw_ns, runner.events_ns = (Namespace("user", f"replay-{p}") for p in ("ours", "raw", "events"))
+    ops: dict[str, Callable[[int, Save], None]] = {OURS: lambda _i, save: runner.ours(save),
+                                                    RAW_MEMORIES: runner.raw_create, RAW_EVENTS: runner.raw_event}
+    statements: dict[str, list[list[tuple[str, Any]]]] = {path: [] for path in PATHS}
+    in_process: dict[str, list[int]] = {path: [] for path in PATHS}
+    ran: list[tuple[str, Any]] = []
+    send = driver._send
+
+    def recorded_send(conn: Any, writes: list[Any], last: tuple[str, Any, Any] | None) -> None:
+        ran.extend((write.sql, write.bound) for write in writes)
+        if last is not None and last[0] != "COMMIT":
+            ran.append((last[0], last[1]))
+        send(conn, writes, last)
+
+    def on_execute(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        ran.append((statement, parameters))
+
+    def on_commit(_conn: Any) -> None:
+        ran.append(("COMMIT", None))
+
+    engine = services.database.engine
+    driver._send = recorded_send
+    event.listen(engine, "before_cursor_execute", on_execute)
+    event.listen(engine, "commit", on_commit)
+    try:
+        for i, save in enumerate(creates):
+            for path in PATHS:
+                ran.clear()
+                start = time.perf_counter_ns()
+                ops[path](i, save)
+                in_process[path].append(time.perf_counter_ns() - start)
+                statements[path].append(list(ran))
+    finally:
+        driver._send = send
+        event.remove(engine, "before_cursor_execute", on_execute)
+        event.remove(engine, "commit", on_commit)
+    alone: dict[str, list[int]] = {path: [] for path in PATHS}
+    conn = sqlite3.connect(copy, isolation_level=None)
+    try:
+        for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON"):
+            conn.execute(f"PRAGMA {pragma}")
+        for i in range(len(creates)):
+            for path in PATHS:
+                start = time.perf_counter_ns()
+                for sql, parameters in statements[path][i]:
+                    conn.execute(sql, () if parameters is None else parameters).fetchall()
+                alone[path].append(time.perf_counter_ns() - start)
+    finally:
+        conn.close()
+    mean = {path: (statistics.fmean(in_process[path]) / 1e3, statistics.fmean(alone[path]) / 1e3) for path in PATHS}
+    lines = [f"  {path:<31} in the process {process:6.0f} µs, its statements alone {db:6.0f} µs, outside the "
+             f"database {process - db:6.0f} µs" for path, (process, db) in mean.items()]
+    for where, index in (("in the process", 0), ("the statements alone", 1)):
+        lines.append(f"  ours / raw memories, {where}: {mean[RAW_MEMORIES][index] / mean[OURS][index]:.2f}")
+    return lines
+
 def _wal_frames(database_file: str) -> list[int]:
     """The page number of every frame in the database's WAL (header 32 bytes, each frame 24 + a page)."""
     data = Path(database_file + "-wal").read_bytes()
@@ -475,7 +547,7 @@ def postgres_database() -> Iterator[str]:
         yield url
 
 
-def bench_backend(backend: str, count: int, breakdown: bool, pages: bool = False
+def bench_backend(backend: str, count: int, breakdown: bool, pages: bool = False, replay: bool = False
                   ) -> tuple[list[tuple[str, str, Stats, float]], list[str]]:
     creates, updates = make_workload(count, SEED)
     warm_creates, _ = make_workload(WARMUP, SEED + 1)
@@ -509,6 +581,10 @@ def bench_backend(backend: str, count: int, breakdown: bool, pages: bool = False
                 notes.append(f"{backend}: WAL pages per save (separate pass of {PAGES_PASS} saves per path, "
                              "automatic checkpoints off):")
                 notes.extend(wal_pages(services, make_workload(PAGES_PASS, SEED + 2)[0]))
+            if replay and backend == "sqlite":
+                notes.append(f"{backend}: each path in the process and its statements replayed alone in sqlite3 (a "
+                             f"separate pass of {REPLAY_PASS} creates per path, means):")
+                notes.extend(replayed(services, make_workload(REPLAY_PASS, SEED + 3)[0]))
             return rows, notes
         finally:
             services.database.dispose()
@@ -565,6 +641,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="also run an instrumented memoryd-only pass: phase timings, statements, commits per save")
     parser.add_argument("--pages", action="store_true",
                         help="SQLite: also count the WAL pages each path writes per save, by table and index")
+    parser.add_argument("--replay", action="store_true",
+                        help="SQLite: also replay each path's statements alone in sqlite3 (what it spends outside "
+                             "the database)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="side-by-side runs, each on a fresh database (a summary of the ratios over them)")
     args = parser.parse_args(argv)
@@ -579,7 +658,8 @@ def main(argv: list[str] | None = None) -> int:
     for backend in backends:
         count = args.count or DEFAULT_COUNT[backend]
         for number, results in enumerate(rounds):
-            rows, backend_notes = bench_backend(backend, count, args.breakdown and number == 0, args.pages and number == 0)
+            rows, backend_notes = bench_backend(backend, count, args.breakdown and number == 0, args.pages and number == 0,
+                                                 args.replay and number == 0)
             results.extend((backend, *row) for row in rows)
             notes.extend(backend_notes if number == 0 else backend_notes[1:])  # the server's line once
     lines = table(rounds[0])
