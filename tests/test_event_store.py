@@ -127,10 +127,10 @@ def test_rare_event_types_are_read_through_the_index_that_saves_never_write(any_
     any_services.bus.handle(DeleteMemory("note_0", GLOBAL), EventMetadata())
     ran: list[tuple[str, Any]] = []
 
-    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+    def remember(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
         ran.append((statement, parameters))
 
-    sqlalchemy.event.listen(any_services.database.engine, "before_cursor_execute", record)
+    sqlalchemy.event.listen(any_services.database.engine, "before_cursor_execute", remember)
     try:
         with any_services.database.read() as conn:
             newest_erasure(conn)
@@ -140,7 +140,7 @@ def test_rare_event_types_are_read_through_the_index_that_saves_never_write(any_
             deleted = [record.action for record in list_audit(conn, AuditQuery(action="memory.delete"))]
         any_services.erasures._earlier({"memory_id": "none"})
     finally:
-        sqlalchemy.event.remove(any_services.database.engine, "before_cursor_execute", record)
+        sqlalchemy.event.remove(any_services.database.engine, "before_cursor_execute", remember)
     assert deleted == ["memory.delete"]
     reads = [(statement, parameters) for statement, parameters in ran if "event_type" in statement]
     assert len(reads) == 6
@@ -168,7 +168,7 @@ def test_a_log_at_0012_comes_through_the_rebuild_event_for_event(any_services):
         command.downgrade(settings_, "0012")
     with any_services.database.read() as conn:
         before = conn.execute(select(events).order_by(events.c.position)).all()
-        assert "ix_events_event_type" in sqlalchemy.inspect(conn).get_indexes("events").__str__()
+        assert "ix_events_event_type" in [index["name"] for index in sqlalchemy.inspect(conn).get_indexes("events")]
         if conn.dialect.name == "sqlite":  # 0012's table, its sequence at the head
             assert "AUTOINCREMENT" in conn.exec_driver_sql(
                 "SELECT sql FROM sqlite_master WHERE name = 'events'").scalar_one().upper()
