@@ -72,8 +72,8 @@ def search() -> tuple[Response, int]:
     args = load(AdminSearchQuery(), request.args)
     limit = _clamp(args["limit"], SEARCH_LIMIT)
     if (position := _as_of(args)) is not None:
-        search = services().search
-        found = search_as_of(services().store, _filter(args), args["q"], limit, position, search.k1, search.b)
+        found = search_as_of(services().store, _filter(args), args["q"], limit, position,
+                             services().search.empty_index())
         return _at(memory_list([historic.row() for historic in found]), position)
     with services().database.read() as conn:
         return memory_list(services().search.memories(conn, _filter(args), args["q"], limit))

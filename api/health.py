@@ -20,7 +20,8 @@ def healthz() -> tuple[Response, int]:
 
 @blueprint.get("/readyz")
 def readyz() -> tuple[Response, int]:
-    """The database answers, no projection is stopped on an event, and each is within ``server.ready_max_lag``."""
+    """The database answers, the search index is not being built, no projection is stopped on an event, and each
+    is within ``server.ready_max_lag``. ``search`` says which analyzer the index uses and where it came from."""
     try:
         with services().database.read() as conn:
             conn.execute(text("SELECT 1"))
@@ -33,8 +34,12 @@ def readyz() -> tuple[Response, int]:
     if search_fault is not None:
         faults.append(search_fault)
     limit = services().config.server.ready_max_lag
-    body: dict[str, object] = {"status": "ready", "head": head, "lag": lag, "max_lag": limit}
-    if faults:
+    search = services().search
+    body: dict[str, object] = {"status": "ready", "head": head, "lag": lag, "max_lag": limit,
+                               "search": {"analyzer": search.analyzer.identity, "index": search.origin}}
+    if search.building():
+        body["status"] = "starting"
+    elif faults:
         body["status"] = "stopped"
         body["stopped"] = {fault.projection: {"position": fault.position, "event_type": fault.event_type,
                                               "error": fault.error} for fault in faults}

@@ -20,12 +20,13 @@ from memoryd.app.workstreams import Workstreams
 from memoryd.config import Config, default_snapshot_dir
 from memoryd.db import Database
 from memoryd.directory import TOKEN_SCOPES, Directory
+from memoryd.errors import ConfigError
 from memoryd.sessions import Sessions
 from projections.memory_table import MemoryTableProjection
 from projections.project_tables import ProjectTablesProjection
 from projections.projector import Projector
 from projections.queries import MemoryLocator
-from projections.search import SearchService
+from projections.search import Analyzer, SearchService
 from workers.dispatch import InProcessDispatcher
 
 ADMIN_PERMISSIONS = ["admin.memories"]
@@ -54,12 +55,20 @@ def build_services(config: Config) -> Services:
                      idempotency)
     snapshots = Path(config.search.snapshot_dir) if config.search.snapshot_dir else \
         default_snapshot_dir(config.storage.database_url)
-    search = SearchService(store, config.search.k1, config.search.b, snapshots)
+    search = SearchService(store, config.search.k1, config.search.b, snapshots, analyzer_for(config))
     tool = MemoryTool(bus, store, database, directory, search, config.memory.max_content)
     turns = TurnComposer(store, database, directory, search, config.memory)
     erasures = Erasures(bus, store, projector, search, config.server.write_wait_ms / 1000)
     return Services(config, database, store, projector, memory_table, bus, directory, idempotency, redis, queue,
                     search, Sessions(database, directory), tool, turns, Workstreams(directory, store), erasures)
+
+
+def analyzer_for(config: Config) -> Analyzer:
+    """The analyzer the configuration names; ``ConfigError`` naming ``search.language`` for an unknown one."""
+    try:
+        return Analyzer(config.search.language)
+    except ValueError as error:  # the one setting the kernel's config cannot check: the stemmers are the analyzer's
+        raise ConfigError(f"search.language: {error}") from None
 
 
 def prepare_database(services: Services, environ: Mapping[str, str] | None = None) -> str | None:

@@ -71,10 +71,11 @@ class WorkerSettings:
 
 @dataclass(frozen=True)
 class SearchSettings:
-    """Okapi BM25 parameters, and the index's snapshots."""
+    """The analyzer's language, Okapi BM25 parameters, and the index's snapshots."""
 
-    k1: float = 1.5
-    b: float = 0.75
+    language: str = "english"  # a Snowball stemmer's language, or "none": projections.search.analysis
+    k1: float = 1.2
+    b: float = 0.5
     snapshot_every: int = 10_000  # workers store a new index snapshot after this many events
     snapshot_dir: str = ""  # where API processes keep the snapshot file they map; empty: default_snapshot_dir
 
@@ -137,6 +138,10 @@ def _boolean(key: str, value: Any) -> bool:
     raise ConfigError(f"{key} must be true or false (got {value!r})")
 
 
+def _lowercase(key: str, value: Any) -> str:
+    return _string(key, value).lower()
+
+
 def _string(key: str, value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"{key} must be a non-empty string (got {value!r})")
@@ -162,6 +167,7 @@ _KEYS = (
     _Key("workers", "redis_url", _string, "MEMORYD_REDIS_URL"),
     _Key("workers", "queue", _string, "MEMORYD_QUEUE"),
     _Key("workers", "catch_up_interval_ms", _integer(50, 3_600_000), "MEMORYD_CATCH_UP_INTERVAL_MS"),
+    _Key("search", "language", _lowercase, "MEMORYD_SEARCH_LANGUAGE"),  # checked by the analyzer it makes
     _Key("search", "k1", _number(0.0, 10.0)),
     _Key("search", "b", _number(0.0, 1.0)),
     _Key("search", "snapshot_every", _integer(1)),

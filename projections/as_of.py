@@ -60,11 +60,10 @@ def list_as_of(store: EventStore, where: MemoryFilter, position: int) -> list[Hi
 
 
 def search_as_of(store: EventStore, where: MemoryFilter, query: str, limit: int, position: int,
-                 k1: float, b: float) -> list[Historic]:
+                 index: SearchIndex) -> list[Historic]:
     """The ``limit`` best matches of ``query`` among the memories ``where`` admitted at ``position``, ranked
-    with that moment's statistics."""
+    with that moment's statistics in ``index`` (empty: the live index's ranking and analyzer)."""
     admitted = sorted(list_as_of(store, where, position), key=lambda historic: historic.position)
-    index = SearchIndex(k1, b)
     by_id = {}
     for historic in admitted:
         index.apply(RecordedEvent(historic.position, "", historic.version, MemorySaved.event_type, 1,

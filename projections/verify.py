@@ -20,7 +20,7 @@ from events.chain import canonical
 from memoryd.db import Database
 from memoryd.schema import projection_checkpoints, search_snapshots
 from projections.projector import Projection, Projector
-from projections.search import snapshot
+from projections.search import Analyzer, snapshot
 from projections.search.service import SearchService
 
 LISTED = 20  # differences listed per read model (all are counted)
@@ -85,7 +85,11 @@ class ReadModelVerifier:
                             ["the stored snapshot was taken of another log (its log hash differs)"])
         if found := snapshot.inconsistencies(stored):
             return Verified("search snapshot", row.position, 0, "refused", "", len(found), found)
-        replayed = snapshot.load(self.search.replayed(stored.position).to_bytes())
+        if (analyzer := Analyzer.of(stored.analyzer)) is None:
+            return Verified("search snapshot", row.position, 0, "refused", "", 1, [
+                f"the stored snapshot was built with the analyzer {stored.analyzer}, which this installation cannot "
+                f"reproduce (it analyzes with {self.search.analyzer.identity}); no process serves it"])
+        replayed = snapshot.load(self.search.replayed(stored.position, analyzer).to_bytes())  # like with like
         comparison = _Comparison("search snapshot", stored.position)
         comparison.add("documents", _keyed(snapshot.documents(stored)), _keyed(snapshot.documents(replayed)))
         return comparison.result()

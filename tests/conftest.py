@@ -26,7 +26,7 @@ from api.app import create_app
 from memoryd import migrate
 from memoryd.app.services import Services
 from memoryd.bootstrap import build_services
-from memoryd.config import Config, MemorySettings, ServerSettings, StorageSettings, WorkerSettings
+from memoryd.config import Config, MemorySettings, SearchSettings, ServerSettings, StorageSettings, WorkerSettings
 from tests.helpers import LiveServer, World, free_port, wait_until_serving
 
 POSTGRES_URL = os.environ.get("MEMORYD_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
@@ -121,14 +121,14 @@ def database_url(request: pytest.FixtureRequest) -> str:
 
 
 def make_services(url: str, redis_url: str = "", queue: str | None = None, memory: MemorySettings | None = None,
-                  **server: Any) -> Services:
+                  search: SearchSettings | None = None, **server: Any) -> Services:
     """Services on ``url`` with a fresh schema; ``redis_url`` switches projection to workers.
 
     Each gets a queue of its own: other test runs may share the test Redis database.
     """
     workers = WorkerSettings(redis_url=redis_url, queue=queue or f"memoryd-test-{uuid.uuid4().hex[:8]}")
     config = Config(memory=memory or MemorySettings(), storage=StorageSettings(database_url=url), workers=workers,
-                    server=ServerSettings(**server))
+                    server=ServerSettings(**server), search=search or SearchSettings())
     services = build_services(config)
     migrate.upgrade(services.database)
     return services

@@ -59,24 +59,24 @@ def names_listed(caller: Caller) -> list[str]:
 def test_a_malformed_event_stops_its_projections_visibly_and_a_supersede_moves_them_on(stack: Any, tmp_path: Any
                                                                                         ) -> None:
     services, admin, cli = stack
-    admin.save("before")
+    admin.save("earlier")
     planted = a_memory("planted")
     del planted["content"]
     position = plant(services, "planted", planted)
 
     after = admin.save("after")  # its catch-up meets the planted event first
     project = admin.post("/v1/api/admin/projects", json={"name": "p", "owner": admin.user_id})
-    searched = admin.post(f"{MEMORIES}/search", json={"query": "before"})
+    searched = admin.post(f"{MEMORIES}/search", json={"query": "earlier"})
     ready = admin.client.get("/readyz")
     status = cli("status", "--json")
 
     assert after.status_code == 201
     assert after.headers["X-Projection-Pending"] == "true"
     assert after.headers["X-Projection-Stopped"] == f"structured_memories at position {position}"
-    assert names_listed(admin) == ["before"]
+    assert names_listed(admin) == ["earlier"]
     assert project.status_code == 201  # the projects read model goes on: not its event's family
     assert admin.get(f"/v1/api/admin/projects/{project.json['project_id']}").status_code == 200
-    assert searched.status_code == 200 and [m["name"] for m in searched.json["memories"]] == ["before"]
+    assert searched.status_code == 200 and [m["name"] for m in searched.json["memories"]] == ["earlier"]
     assert ready.status_code == 503 and ready.json["status"] == "stopped"
     for stopped in ("structured_memories", "search"):
         assert ready.json["stopped"][stopped]["position"] == position
@@ -85,7 +85,7 @@ def test_a_malformed_event_stops_its_projections_visibly_and_a_supersede_moves_t
     assert "STOPPED: projection structured_memories stopped before position" in cli("status").output
     rebuild = cli("projections", "rebuild", "table")
     assert rebuild.exit_code == 1 and f"memoryd events supersede {position}" in rebuild.output
-    assert names_listed(admin) == ["before"]  # the failed rebuild left the read model as it was
+    assert names_listed(admin) == ["earlier"]  # the failed rebuild left the read model as it was
 
     replacement = tmp_path / "replacement.json"
     replacement.write_text(json.dumps({"event_type": "memory.save", "payload": {"memory": a_memory("planted")}}))
@@ -93,7 +93,7 @@ def test_a_malformed_event_stops_its_projections_visibly_and_a_supersede_moves_t
                      "--replacement", str(replacement))
 
     assert superseded.exit_code == 0, superseded.output
-    assert names_listed(admin) == ["after", "before", "planted"]
+    assert names_listed(admin) == ["after", "earlier", "planted"]
     assert admin.client.get("/readyz").status_code == 200
     assert services.projector.faults() == []
     found = admin.post(f"{MEMORIES}/search", json={"query": "planted"}).json["memories"]

@@ -62,6 +62,19 @@ def test_a_context_that_matches_nothing_injects_nothing_but_keeps_the_hint(agent
     assert turn["system_message"] == {"role": "system", "content": turn["hint"]}
 
 
+def test_a_context_of_stopwords_alone_injects_nothing_as_a_context_that_matches_nothing(agent):
+    agent.save("deploy_process", "what we do when we deploy")
+    turn = agent.turn("what did you do there?")
+    assert turn["items"] == [] and turn["block"] == ""
+    assert turn["hint"].startswith("You have 1 memory in scope.")
+
+
+def test_the_context_finds_a_memory_by_another_form_of_its_words(agent):
+    agent.save("adoption_research", "Researching adoption agencies", description="family plans")
+    agent.save("coffee_machine", "the espresso machine is on floor three", description="office coffee")
+    assert injected(agent.turn("What did Caroline research?")) == ["adoption_research"]
+
+
 def test_name_and_description_are_scored_as_well_as_content(agent):
     agent.save("kubernetes_cluster", "nothing relevant here", description="unrelated")
     agent.save("other", "nothing relevant here", description="the terraform layout")

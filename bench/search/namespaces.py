@@ -54,7 +54,10 @@ sys.path.insert(0, str(HERE))
 from baselines import bm25_scores, top_k
 from corpus import CorpusSpec, generate, make_queries
 
-from projections.search.ranking import K1, B, idf, tokenize
+from projections.search.analysis import Analyzer
+from projections.search.ranking import K1, B, idf
+
+tokenize = Analyzer("none").terms  # the corpus's words as written, as its word ids hold them
 
 TOP = 20
 

@@ -5,13 +5,15 @@ and applies events; ``parts`` lays postings out as a delta and segments;
 ``merging`` is the merge policy; ``scoring`` evaluates queries (BM25 and
 MaxScore pruning); ``snapshot`` is the file format other processes start from,
 ``snapshot_files`` this host's mapped copies of it, ``labels`` the slots' ids;
-``ranking`` tokenizes and weighs; ``tuning`` holds every size and cost.
+``analysis`` turns text into terms, ``ranking`` weighs them; ``tuning`` holds
+every size and cost.
 """
 
+from projections.search.analysis import Analyzer
 from projections.search.index import Candidate, Candidates, Hit, IndexShape, SearchIndex, Statistics
 from projections.search.service import SearchService
 from projections.search.snapshot import SnapshotCorrupt, SnapshotFormatError
 from projections.search.tuning import Tuning
 
-__all__ = ["Candidate", "Candidates", "Hit", "IndexShape", "SearchIndex", "SearchService", "SnapshotCorrupt",
+__all__ = ["Analyzer", "Candidate", "Candidates", "Hit", "IndexShape", "SearchIndex", "SearchService", "SnapshotCorrupt",
            "SnapshotFormatError", "Statistics", "Tuning"]

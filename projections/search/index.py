@@ -28,11 +28,12 @@ import projections.search.snapshot as snapshot
 from events.types import MEMORY_EVENTS, ErasedEvent, MemoriesErased, MemoryDeleted, MemoryEvent, RecordedEvent
 from memoryd.domain import Memory
 from projections.filters import MemoryFilter
+from projections.search.analysis import Analyzer
 from projections.search.gathered import Flat, Gathered
 from projections.search.labels import Labels, SlotsById
 from projections.search.merging import Merges
 from projections.search.parts import Delta, Segment, build
-from projections.search.ranking import K1, B, idf, tokenize
+from projections.search.ranking import K1, B, idf
 from projections.search.scoring import top_mask
 from projections.search.state import ALL_TYPES, TYPE_CODES, recency_key
 from projections.search.tuning import Tuning
@@ -205,7 +206,8 @@ class SearchIndex(Merges):
             }
 
     def _add(self, memory: Memory, position: int) -> None:
-        words = tokenize(f"{memory.name} {memory.description} {memory.content}")
+        frequencies = self.analyzer.document(memory.name, memory.description, memory.content)
+        length = sum(frequencies.values())
         namespace = self._namespace_number((memory.scope, memory.scope_id))
         type_code = TYPE_CODES.get(memory.type, TYPE_CODES["general"])
         if self._free:
@@ -217,11 +219,10 @@ class SearchIndex(Merges):
             self._memory_ids.append(memory.memory_id)
             self._updated.append(memory.updated)
         self._slot_of[memory.memory_id] = slot
-        self._length[slot], self._type[slot], self._namespace[slot] = len(words), type_code, namespace
+        self._length[slot], self._type[slot], self._namespace[slot] = length, type_code, namespace
         self._alive[slot], self._part_of[slot] = True, self._delta.number
         self._version[slot], self._recency[slot] = position, recency_key(memory.updated)
         vocabulary, delta, document = self._vocabulary, self._delta, self._delta.documents
-        frequencies = Counter(words)
         for word, frequency in frequencies.items():
             term_id = vocabulary.setdefault(word, len(vocabulary))
             if (pending := delta.postings.get(term_id)) is None:
@@ -232,8 +233,8 @@ class SearchIndex(Merges):
         counts, lengths = self._documents[namespace], self._lengths[namespace]
         counts[type_code] += 1
         counts[ALL_TYPES] += 1
-        lengths[type_code] += len(words)
-        lengths[ALL_TYPES] += len(words)
+        lengths[type_code] += length
+        lengths[ALL_TYPES] += length
 
     def _remove(self, memory_id: str) -> None:
         slot = self._slot_of.pop(memory_id, None)
@@ -284,20 +285,25 @@ class SearchIndex(Merges):
         order = np.argsort(ids, kind="stable").astype(np.int32)
         times = _fixed_width([updated[slot] or "" for slot in held])
         segment.slots = np.arange(documents, dtype=np.int32)  # a snapshot's document d is its slot d
-        return snapshot.dump(snapshot.Snapshot(position, log_hash, words, keys, segment, slot, ids, times, ids[order],
-                                               order))
+        return snapshot.dump(snapshot.Snapshot(position, log_hash, self.analyzer.identity, words, keys, segment, slot,
+                                               ids, times, ids[order], order))
 
     @classmethod
-    def from_bytes(cls, blob: bytes, k1: float = K1, b: float = B, tuning: Tuning | None = None) -> SearchIndex:
+    def from_bytes(cls, blob: bytes, k1: float = K1, b: float = B, tuning: Tuning | None = None,
+                   analyzer: Analyzer | None = None) -> SearchIndex:
         """An index restored from ``to_bytes``; ``SnapshotFormatError`` if another version wrote it."""
-        return cls.from_snapshot(snapshot.load(blob), k1, b, tuning)
+        return cls.from_snapshot(snapshot.load(blob), k1, b, tuning, analyzer)
 
     @classmethod
     def from_snapshot(cls, loaded: snapshot.Snapshot, k1: float = K1, b: float = B,
-                      tuning: Tuning | None = None) -> SearchIndex:
+                      tuning: Tuning | None = None, analyzer: Analyzer | None = None) -> SearchIndex:
         """An index that starts from ``loaded``'s arrays as they are: nothing per memory is copied, so an index
-        from a memory-mapped snapshot shares its pages with every other process mapping that file."""
-        index = cls(k1, b, tuning, first_part=1)
+        from a memory-mapped snapshot shares its pages with every other process mapping that file.
+        ``SnapshotFormatError`` if another analyzer built it: its terms are not the ones queries look for."""
+        index = cls(k1, b, tuning, first_part=1, analyzer=analyzer)
+        if loaded.analyzer != index.analyzer.identity:
+            raise snapshot.SnapshotFormatError(f"it was built with the analyzer {loaded.analyzer}; this index "
+                                               f"analyzes with {index.analyzer.identity}")
         index.position = loaded.position
         index._vocabulary = {word: term_id for term_id, word in enumerate(loaded.words)}
         for key in loaded.keys:
@@ -323,13 +329,14 @@ class SearchIndex(Merges):
     def search(self, where: MemoryFilter, query: str, limit: int) -> list[Hit]:
         """The ``limit`` best memories ``where`` admits: score, then newest, then id."""
         with self._lock:
-            return self._search(where, Counter(tokenize(query)), limit)
+            return self._search(where, Counter(self.analyzer.terms(query)), limit)
 
     def candidates(self, where: MemoryFilter, query: str, limit: int) -> Candidates:
-        """The ``limit`` best matches of ``query``, or with no words in it the newest, all at one position."""
-        words = Counter(tokenize(query))
+        """The ``limit`` best matches of ``query``, all at one position: none if no word of it is a term
+        (stopwords alone match nothing); for a blank query (no context) the newest."""
+        words = Counter(self.analyzer.terms(query))
         with self._lock:
-            if words:
+            if query.strip():
                 ranked = [Candidate(hit.memory_id, hit.score, int(self._version[self._slot_of[hit.memory_id]]))
                           for hit in self._search(where, words, limit)]
             else:
@@ -340,7 +347,7 @@ class SearchIndex(Merges):
     def statistics(self, where: MemoryFilter, query: str) -> Statistics:
         """What BM25 counts over the memories ``where`` admits here: one shard's share of a fan-out's."""
         with self._lock:
-            words = Counter(tokenize(query))
+            words = Counter(self.analyzer.terms(query))
             if (gathering := self._gathering(where, words)) is None:
                 documents, length = self._sizes(where)
                 return Statistics(documents, length, dict.fromkeys(words, 0))
@@ -350,7 +357,7 @@ class SearchIndex(Merges):
     def search_with(self, where: MemoryFilter, query: str, limit: int, statistics: Statistics) -> list[Hit]:
         """``search``, scored with ``statistics`` (every shard's, added up) in place of this index's own."""
         with self._lock:
-            return self._search(where, Counter(tokenize(query)), limit, statistics)
+            return self._search(where, Counter(self.analyzer.terms(query)), limit, statistics)
 
     def _search(self, where: MemoryFilter, words: Counter[str], limit: int,
                 given: Statistics | None = None) -> list[Hit]:

@@ -3,7 +3,8 @@
 Each API process holds its own ``SearchIndex``. On first use it maps the
 newest snapshot (which workers and ``memoryd projections rebuild search``
 store) from this host's file of it, which every process on the host shares
-(``snapshot_files``), or starts empty; then it follows the log: before every search it applies
+(``snapshot_files``), or, when there is none or it was made by another
+analyzer, builds the index from the log; then it follows the log: before every search it applies
 whatever was committed since, so a search always sees every committed write
 (one indexed range read when there is nothing new). A rebuild fills a fresh
 index from the log while the old one keeps serving, catches it up, then swaps
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +37,7 @@ from memoryd.schema import search_snapshots
 from projections.filters import MemoryFilter
 from projections.projector import Fault, ProjectionStopped
 from projections.queries import memories_in_order
+from projections.search.analysis import Analyzer
 from projections.search.index import Candidates, Hit, IndexShape, SearchIndex
 from projections.search.snapshot import SnapshotCorrupt, SnapshotFormatError
 from projections.search.snapshot_files import SnapshotFiles
@@ -47,11 +50,15 @@ Progress = Callable[[int], None]  # called with the number of events just applie
 
 
 class SearchService:
-    def __init__(self, store: EventStore, k1: float, b: float, snapshot_dir: Path) -> None:
+    def __init__(self, store: EventStore, k1: float, b: float, snapshot_dir: Path,
+                 analyzer: Analyzer | None = None) -> None:
         self.store = store
         self.files = SnapshotFiles(snapshot_dir)
         self.k1, self.b = k1, b
+        self.analyzer = analyzer or Analyzer()
         self._index: SearchIndex | None = None
+        self.origin = "not loaded yet: the first search loads it"  # where the live index came from, for /readyz
+        self._building = False  # the first index is being built from the log
         self._following = threading.Lock()  # one catch-up at a time; others wait for it
         self.fault: Fault | None = None  # where the live index stopped, if it did
         self._versions: OrderedDict[int, Memory] = OrderedDict()  # by log position, least recently used first
@@ -98,7 +105,7 @@ class SearchService:
         """The live index, with every event committed so far applied."""
         with self._following:
             if self._index is None:
-                self._index = self.newest_snapshot() or SearchIndex(self.k1, self.b)
+                self._index = self._first_index()
             fault = self._feed(self._index)
             if self._index.held_erased:  # its parts still hold what an erasure took out: from the log again
                 with self.store.database.read() as conn:
@@ -111,6 +118,24 @@ class SearchService:
             self.fault = fault
             return self._index
 
+    def _first_index(self) -> SearchIndex:
+        """(Following) the newest stored snapshot's index, or one built from the log, saying why."""
+        loaded, refused = self._snapshot_index()
+        if loaded is not None:
+            self.origin = f"the stored snapshot at position {loaded.position}"
+            return loaded
+        self.origin, self._building = f"building from the log: {refused}", True
+        log.info("building the search index from the log (%s), analyzer %s", refused, self.analyzer.identity)
+        started = time.monotonic()
+        try:
+            built = self._from_the_log()
+        finally:
+            self._building = False
+        self.origin = f"built from the log: {refused}"
+        log.info("search index built from the log in %.1f s: %d memories, position %d", time.monotonic() - started,
+                 len(built), built.position)
+        return built
+
     def shape(self) -> IndexShape | None:
         """The live index's shape, without loading or catching it up (for metrics); None until it is loaded."""
         index = self._index
@@ -122,10 +147,19 @@ class SearchService:
         return index.position if index is not None else 0
 
     def current_fault(self) -> Fault | None:
-        """Where the live index is stopped now (it first tries to follow the log); None if not loaded yet."""
-        if self._index is not None:
+        """Where the live index is stopped now (it first tries to follow the log); None if not loaded yet, or
+        still being built."""
+        if self._index is not None and not self._building:
             self.catch_up()
         return self.fault
+
+    def building(self) -> bool:
+        """The first index is being built from the log: searches wait for it."""
+        return self._building
+
+    def empty_index(self) -> SearchIndex:
+        """A new index with this service's ranking and analyzer, holding nothing."""
+        return SearchIndex(self.k1, self.b, analyzer=self.analyzer)
 
     def warm_up(self) -> threading.Thread:
         """Load or build the index in the background, so the first search need not wait."""
@@ -159,7 +193,12 @@ class SearchService:
     def newest_snapshot(self) -> SearchIndex | None:
         """The index the newest stored snapshot holds, mapped from this host's file of it (written from the
         database first if need be); None if there is none, or it was refused: another index version, bytes
-        that fail its checksum, or a snapshot of another log. This host's files of older snapshots go."""
+        that fail its checksum, a snapshot of another log, or of another analyzer. This host's files of older
+        snapshots go."""
+        return self._snapshot_index()[0]
+
+    def _snapshot_index(self) -> tuple[SearchIndex | None, str]:
+        """``newest_snapshot``, and when there is none to serve, why."""
         newest = select(search_snapshots.c.position, search_snapshots.c.snapshot_id) \
             .order_by(search_snapshots.c.position.desc(), search_snapshots.c.snapshot_id.desc()).limit(1)
         for _ in range(3):  # a snapshot stored meanwhile deletes the row looked up: look again
@@ -168,7 +207,7 @@ class SearchService:
                 row = conn.execute(newest.where(search_snapshots.c.position >= erased)).first()
             if row is None:
                 self.files.remove_before(erased)
-                return None
+                return None, "no snapshot is stored"
             position, snapshot_id = int(row.position), int(row.snapshot_id)
             expected = self.log_hash(position)
             self.files.remove_older(position, snapshot_id)
@@ -179,15 +218,22 @@ class SearchService:
             try:
                 loaded = loaded or self._fetched(position, snapshot_id, expected)
             except (SnapshotFormatError, SnapshotCorrupt) as error:
-                log.warning("search snapshot at position %d refused (%s); building the index from the log",
-                            position, error)
-                return None
+                return None, self._refused(position, error)
             if loaded is None:
                 continue
-            return SearchIndex.from_snapshot(loaded, self.k1, self.b)
+            try:
+                return SearchIndex.from_snapshot(loaded, self.k1, self.b, analyzer=self.analyzer), ""
+            except SnapshotFormatError as error:  # another analyzer's: the file stays, for the processes it serves
+                return None, self._refused(position, error)
         log.warning("the stored search snapshots kept changing while this process looked; building the index from "
                     "the log")
-        return None
+        return None, "the stored snapshots kept changing while this process looked"
+
+    @staticmethod
+    def _refused(position: int, error: Exception) -> str:
+        reason = f"the stored snapshot at position {position} was refused: {error}"
+        log.warning("%s; building the search index from the log", reason)
+        return reason
 
     def _fetched(self, position: int, snapshot_id: int, log_hash: str) -> snapshot.Snapshot | None:
         """The stored snapshot, checked (``log_hash`` is this log's at ``position``), written to this host's file
@@ -225,10 +271,11 @@ class SearchService:
             self.fault = None
         return fresh
 
-    def replayed(self, until: int) -> SearchIndex:
-        """A fresh index of the log up to ``until``, built as ``rebuild`` builds one, the live one untouched
-        (``memoryd projections verify`` compares it with the stored snapshot)."""
-        fresh = SearchIndex(self.k1, self.b)
+    def replayed(self, until: int, analyzer: Analyzer | None = None) -> SearchIndex:
+        """A fresh index of the log up to ``until``, built as ``rebuild`` builds one (with ``analyzer`` in place of
+        this service's, if given), the live one untouched (``memoryd projections verify`` compares it with the
+        stored snapshot)."""
+        fresh = SearchIndex(self.k1, self.b, analyzer=analyzer or self.analyzer)
         with fresh.bulk():
             if (fault := self._feed(fresh, until=until)) is not None:
                 raise ProjectionStopped(fault)
@@ -250,7 +297,7 @@ class SearchService:
         """A fresh index of the whole log, built again for as long as an erasure lands while it reads (it
         would hold what the erasure took out). A fault is left for the caller's next feed to meet."""
         while True:
-            fresh = SearchIndex(self.k1, self.b)
+            fresh = self.empty_index()
             with fresh.bulk():
                 self._feed(fresh, progress)
             if not fresh.held_erased:

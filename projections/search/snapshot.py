@@ -18,7 +18,9 @@ Layout, little-endian::
 
 The manifest names the log position the snapshot reflects, the hash of the
 log's event at that position (so a snapshot of another database, or of a log
-since rewritten, is recognised) and each array's dtype, length and offset. A
+since rewritten, is recognised), the identity of the analyzer that made its
+terms (an index of another analyzer never serves it) and each array's dtype,
+length and offset. A
 file with another magic or format is refused with ``SnapshotFormatError``, one
 whose bytes do not match its checksum with ``SnapshotCorrupt``; the index is
 then built from the log instead, never served from it.
@@ -41,7 +43,7 @@ from events.chain import canonical
 from projections.search.parts import Segment, joined, split
 from projections.search.state import recency_key
 
-FORMAT = 4
+FORMAT = 5
 MAGIC = b"memoryd-search\x00\x00"
 _HEADER = struct.Struct("<16sIxxxxQ32s")  # magic, format, manifest length, sha256 of the rest
 _BODY = 64  # where the checksummed part starts
@@ -63,6 +65,7 @@ class SnapshotCorrupt(ValueError):
 class Snapshot:
     position: int
     log_hash: str  # the hash of the log's event at ``position``: which log this is a snapshot of
+    analyzer: str  # the identity of the analyzer that made its terms
     words: list[str]  # by term id
     keys: list[tuple[str, str]]  # namespaces (scope, scope id) by number
     segment: Segment  # its documents are slots 0..documents-1, in that order
@@ -88,8 +91,8 @@ def dump(snapshot: Snapshot) -> bytes:
     for name, array in arrays.items():
         table[name] = (array.dtype.str, len(array), offset)
         offset = _aligned(offset + array.nbytes)
-    manifest = canonical({"position": snapshot.position, "log_hash": snapshot.log_hash, "keys": snapshot.keys,
-                          "arrays": table})
+    manifest = canonical({"position": snapshot.position, "log_hash": snapshot.log_hash,
+                          "analyzer": snapshot.analyzer, "keys": snapshot.keys, "arrays": table})
     start = _aligned(_BODY + len(manifest))
     out = bytearray(start + offset)
     out[_BODY:_BODY + len(manifest)] = manifest
@@ -170,7 +173,7 @@ def _parsed(view: memoryview, length: int) -> Snapshot:
     segment = Segment(0)
     for name in SEGMENT_ARRAYS:
         setattr(segment, name, arrays[f"segment.{name}"])
-    return Snapshot(manifest["position"], manifest["log_hash"], split(arrays["words"]),
+    return Snapshot(manifest["position"], manifest["log_hash"], manifest["analyzer"], split(arrays["words"]),
                     [(scope, scope_id) for scope, scope_id in manifest["keys"]], segment,
                     {name: arrays[f"slot.{name}"] for name in SLOT_ARRAYS}, arrays["memory_ids"], arrays["updated"],
                     arrays["sorted_ids"], arrays["sorted_slots"])

@@ -15,6 +15,7 @@ from itertools import count
 import numpy as np
 
 from memoryd.domain import MEMORY_TYPES
+from projections.search.analysis import Analyzer
 from projections.search.labels import Labels, SlotsById
 from projections.search.parts import Delta, Segment
 from projections.search.ranking import K1, B
@@ -33,10 +34,12 @@ def recency_key(updated: str) -> int:
 
 class IndexState:
     def __init__(self, k1: float = K1, b: float = B, tuning: Tuning | None = None,
-                 merge_built: Callable[[], None] | None = None, first_part: int = 0) -> None:
+                 merge_built: Callable[[], None] | None = None, first_part: int = 0,
+                 analyzer: Analyzer | None = None) -> None:
         """``merge_built`` is called by the merger between building a segment and swapping it in; parts are
         numbered from ``first_part`` (a snapshot's segment is part 0)."""
         self.k1, self.b = k1, b
+        self.analyzer = analyzer or Analyzer()
         self._tuning = tuning or Tuning()
         self._scorer = Scorer(k1, b, self._tuning)
         self._merge_built = merge_built
