@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
+import sys
 import threading
 from itertools import count
 
@@ -390,3 +391,14 @@ def test_pruning_runs_across_many_parts_and_changes_no_answer():
                 assert answer_with(index, where, query, limit, **EAGER) == expected
                 assert answer_with(index, where, query, limit, **EAGER, **TERM_BY_TERM) == expected
     assert index.shape().lookups  # the common words were looked up for candidates only, not scored everywhere
+
+
+def test_the_memory_report_counts_each_memory_id_once():
+    """The id -> slot map's keys are the very strings the index keeps by slot: reported once, not twice."""
+    memories = [memory(f"n{number}", "alpha beta") for number in range(2_000)]
+    index = index_of(memories)
+    ids = index.memory_report()["python: memory ids and id -> slot since the snapshot (or all, without one)"]
+    strings = sum(sys.getsizeof(m.memory_id) for m in memories)
+    labels, slots = index._memory_ids, index._slot_of
+    containers = sum(map(sys.getsizeof, (labels._changed, labels._added, slots._added, slots._gone)))
+    assert ids == containers + strings

@@ -194,8 +194,8 @@ class SearchIndex(Merges):
                                                self._document_of, self._version, self._recency)),
                 "numpy: a snapshot's memory ids and updated times (by slot, and the ids sorted)": sum(
                     labels.shared_bytes() for labels in (self._memory_ids, self._updated, self._slot_of)),
-                "python: memory ids and id -> slot since the snapshot (or all, without one)":
-                    self._memory_ids.private_bytes() + self._slot_of.private_bytes(),
+                "python: memory ids and id -> slot since the snapshot (or all, without one)":  # one string each
+                    self._memory_ids.private_bytes(size) + self._slot_of.private_bytes(size),
                 "python: updated timestamps since the snapshot": self._updated.private_bytes(),
                 "python: vocabulary dict (+ words)": strings(self._vocabulary, self._vocabulary),
                 "python: deltas (dict of lists of ints), free slots": delta,
