@@ -402,3 +402,16 @@ def test_the_memory_report_counts_each_memory_id_once():
     labels, slots = index._memory_ids, index._slot_of
     containers = sum(map(sys.getsizeof, (labels._changed, labels._added, slots._added, slots._gone)))
     assert ids == containers + strings
+
+
+def test_updated_times_in_another_format_break_ties_as_written_and_survive_a_snapshot():
+    """``updated`` is kept as its recency key; a time the key cannot give back is kept as it is."""
+    memories = [memory("x1", "alpha", updated="2026-01-01T00:00:00"), memory("x2", "alpha", updated="2026-01-01T00:00:00.5"),
+                memory("x3", "alpha", updated="2025-12-31T23:59:59"), memory("x4", "alpha", updated="2026-01-01T00:00:00")]
+    index = index_of(memories)
+    expected = ["id-global--x2", "id-global--x1", "id-global--x4", "id-global--x3"]
+    assert [h.memory_id for h in index.search(GLOBAL, "alpha", 10)] == expected
+    restored = SearchIndex.from_bytes(index.to_bytes())
+    assert [h.memory_id for h in restored.search(GLOBAL, "alpha", 10)] == expected
+    assert restored._updated_of(restored._slot_of["id-global--x2"]) == "2026-01-01T00:00:00.5"
+    assert restored._updated_of(restored._slot_of["id-global--x3"]) == "2025-12-31T23:59:59"
