@@ -41,8 +41,7 @@ from projections.search.tuning import Tuning
 ORDER_FROM = 4_096  # visible postings from which gathering heaviest first saves more than it costs (measured)
 
 
-@dataclass(frozen=True)
-class Hit:
+class Hit(NamedTuple):  # a tuple: twenty are made per search, at a third of a frozen dataclass's cost
     memory_id: str
     score: float
 
@@ -392,16 +391,17 @@ class SearchIndex(Merges):
             return None
         length = sum(self._lengths[number][column] for number in counted)
         term_ids = np.array([term_id for _, term_id, _ in known], np.int32)  # the segments' dtype: no casts
-        slices = [part.slices(term_ids) if isinstance(part, Segment) else None for part in self._parts]
+        parts = [part for part in self._parts if part.documents]  # not the live delta when just frozen
+        slices = [part.slices(term_ids) if isinstance(part, Segment) else None for part in parts]
         places = list(range(len(known)))
-        if self._scorer.part_by_part(len(known), len(self._parts)) and \
-                (heaviest := self._heaviest_first(known, documents, slices)) is not None:  # scored part by part
+        if self._scorer.part_by_part(len(known), len(parts)) and \
+                (heaviest := self._heaviest_first(parts, known, documents, slices)) is not None:  # part by part
             places = heaviest
             known, term_ids = [known[term] for term in places], term_ids[places]
             slices = [None if cut is None else (cut[0][places], cut[1][places]) for cut in slices]
         gathered = [self._scorer.gather(part, cut, visible, type_code) if isinstance(part, Segment) and cut is not None
                     else self._gather_delta(cast(Delta, part), term_ids, visible, type_code)
-                    for part, cut in zip(self._parts, slices)]
+                    for part, cut in zip(parts, slices)]
         frequencies = [sum(found) for found in zip(*(part.frequencies() for part in gathered))]
         return _Gathering(documents, length, [word for word, _, _ in known], [times for _, _, times in known],
                           frequencies, places, gathered)
@@ -463,7 +463,7 @@ class SearchIndex(Merges):
             return None
         return np.array(sorted(numbers), np.int32)
 
-    def _heaviest_first(self, known: list[tuple[str, int, int]], documents: int,
+    def _heaviest_first(self, parts: list[Delta | Segment], known: list[tuple[str, int, int]], documents: int,
                         slices: list[tuple[np.ndarray, np.ndarray] | None]) -> list[int] | None:
         """(Lock held) The query's terms in the order of their weights over everything indexed; None when the
         caller is likely to see too few of their postings for the order to pay, or so many that it prunes.
@@ -473,13 +473,13 @@ class SearchIndex(Merges):
         postings to add each document's terms heaviest first.
         """
         held = np.zeros(len(known), np.int64)  # postings, tombstones included
-        for part, cut in zip(self._parts, slices):
+        for part, cut in zip(parts, slices):
             if cut is not None:
                 held += cut[1] - cut[0]
             else:
                 held += [len(cast(Delta, part).postings.get(term_id, ())) // 2 for _, term_id, _ in known]
         likely = int(held.sum()) * documents // max(len(self), 1)  # the postings the caller is likely to see
-        if not ORDER_FROM <= likely or not self._scorer.scores_all(likely, len(known), len(self._parts)):
+        if not ORDER_FROM <= likely or not self._scorer.scores_all(likely, len(known), len(parts)):
             return None  # few, or pruned: the order would not pay
         frequencies = held.tolist()
         return sorted(range(len(known)), key=lambda term: known[term][2] * idf(documents, frequencies[term]),
