@@ -625,7 +625,8 @@ def part2(shared: Shared) -> None:
         print(f"| caller | rank-bm25 over only the caller's memories | ~{np.mean(visible):,.0f} | {len(rank_ms)} | "
               f"{pct(rank_ms, 50):.2f} | {pct(rank_ms, 95):.2f} | | |")
         print(f"| admin | **memoryd SearchIndex.search** | {n:,} | {len(admin_ms)} | {pct(admin_ms, 50):.2f} | "
-              f"{pct(admin_ms, 95):.2f} | {admin_ratio:.2f}× | <= {ADMIN_RATIO}× |")
+              f"{pct(admin_ms, 95):.2f} | {f'{admin_ratio:.2f}×' if admin_proto_ms else 'no prototype'} | "
+              f"<= {ADMIN_RATIO}× |")
         if admin_proto_ms:
             print(f"| admin | numpy prototype, one CSR over all | {n:,} | {len(admin_proto_ms)} | "
                   f"{pct(admin_proto_ms, 50):.2f} | {pct(admin_proto_ms, 95):.2f} | | |")
