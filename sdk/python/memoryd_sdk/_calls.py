@@ -13,7 +13,6 @@ from memoryd_sdk import models
 
 T = TypeVar("T")
 _WHITESPACE = re.compile(r"\s+")
-MAX_DESCRIPTION = 512
 
 
 @dataclass(frozen=True)
@@ -56,12 +55,11 @@ def name_path(prefix: str, name: str) -> str:
 
 
 def description_of(description: str) -> str:
-    """Whitespace runs become one space, trimmed; empty or longer than 512 characters is refused here."""
+    """Whitespace runs become one space, trimmed; an empty one is refused here. Nothing else: the server's rule,
+    as its OpenAPI document states it (``SaveMemoryRequest.description``: ``minLength`` 1, no maximum)."""
     cleaned = _WHITESPACE.sub(" ", description or "").strip()
     if not cleaned:
         raise ValueError("memory description is required and must be non-empty")
-    if len(cleaned) > MAX_DESCRIPTION:
-        raise ValueError(f"memory description must be at most {MAX_DESCRIPTION} characters")
     return cleaned
 
 

@@ -174,11 +174,15 @@ class MemorydConsole(_Client):
 
 
 class Session:
-    """An agent session: its memory tool, its turns, its tool-loop signals and its receipts."""
+    """An agent session: its memory tool, its turns, its tool-loop signals and its receipts.
+
+    ``token`` is the session's own token, what acts as this session and nothing else: hand it to an MCP
+    server or a prompt hook (``MEMORYD_SESSION_TOKEN``). ``info`` is what memoryd answered when it was
+    opened or looked up (None for ``session(session_id, token)``)."""
 
     def __init__(self, parent: SyncTransport, session_id: str, token: str, info: models.SessionInfo | None = None):
         self._transport = SyncTransport(parent.client, False, **parent.options(token))
-        self.session_id, self.info = session_id, info
+        self.session_id, self.token, self.info = session_id, token, info
 
     def describe(self) -> models.SessionInfo:
         """The session as memoryd has it (kind, user, workstream, attached project); never its token."""

@@ -16,12 +16,15 @@ export interface SignalRequest {
 
 export class Session {
   readonly sessionId: string;
+  /** The session's own token: it acts as this session only (hand it to an MCP server or a prompt hook). */
+  readonly token: string;
   readonly info: SessionInfo | undefined;
   private readonly transport: Transport;
 
-  constructor(transport: Transport, sessionId: string, info?: SessionInfo) {
+  constructor(transport: Transport, sessionId: string, token: string, info?: SessionInfo) {
     this.transport = transport;
     this.sessionId = sessionId;
+    this.token = token;
     this.info = info;
   }
 
