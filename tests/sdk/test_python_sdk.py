@@ -296,6 +296,17 @@ def test_a_session_handle_carries_its_token_for_an_mcp_server_or_a_hook(app, tok
         assert console.session(opened.session_id, opened.token).token == opened.token
 
 
+def test_a_turn_and_a_signal_name_the_tools_the_model_sees(app, tokens, services):
+    workstream = services.directory.create_workstream(tokens["user_id"], "ws")
+    names = {"search": "memory_search", "list": "memory_list"}
+    with MemorydConsole("http://memoryd", token=tokens["admin"], httpx_client=wsgi_client(app)) as console:
+        session = console.open_session("interactive", workstream, user_id=tokens["user_id"])
+        assert session.memory("save", name="style", content="tabs", description="style").ok
+        assert session.turn(query="style", tool_names=names).hint.endswith("Use memory_search() or memory_list() "
+                                                                           "to find more.")
+        assert "memory_search()" in session.signal("resume", tool_names=names)[0].text
+
+
 def test_the_sdk_refuses_a_description_only_where_the_openapi_document_does(app, tokens):
     """One rule, the server's: its document says a description is not blank and has no maximum length."""
     rule = build_openapi()["components"]["schemas"]["SaveMemoryRequest"]["properties"]["description"]

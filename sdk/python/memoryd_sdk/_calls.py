@@ -216,10 +216,13 @@ def turn(session_id: str, body: dict[str, Any], timeout: float) -> Call[models.T
                 read=True, key=body["turn_id"], timeout=timeout, retries=0)
 
 
-def signal(session_id: str, event: str, results: list[dict[str, Any]] | None) -> Call[Any]:
+def signal(session_id: str, event: str, results: list[dict[str, Any]] | None,
+           tool_names: dict[str, str] | None) -> Call[Any]:
     body: dict[str, Any] = {"event": event}
     if results is not None:
         body["results"] = results
+    if tool_names is not None:
+        body["tool_names"] = tool_names
     # not retried: a lost answer's nudges were already delivered (their cooldown taken), so a retry gets none
     return Call("POST", f"{name_path('/v1/api/sessions', session_id)}/signals", None, json=body, retries=0)
 
@@ -231,10 +234,10 @@ def receipt(session_id: str, turn_id: str) -> Call[models.Receipt]:
 
 def turn_body(messages: list[dict[str, Any]] | None, query: str | None, system: str | None, placement: str,
               turn_id: str | None, tool_visible: bool, relevance_k: int | None, max_chars: int | None,
-              min_score: float | None, preview: bool) -> dict[str, Any]:
+              min_score: float | None, preview: bool, tool_names: dict[str, str] | None) -> dict[str, Any]:
     return {"messages": messages, "query": query, "system": system, "placement": placement, "turn_id": turn_id,
             "tool_visible": tool_visible, "relevance_k": relevance_k, "max_chars": max_chars,
-            "min_score": min_score, "preview": preview}
+            "min_score": min_score, "preview": preview, "tool_names": tool_names}
 
 
 def failed_turn(call: Call[models.TurnContext], error: Exception) -> models.TurnContext:

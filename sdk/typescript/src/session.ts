@@ -2,7 +2,7 @@
 
 import { MemorydAPIError, MemorydConnectionError } from "./errors.js";
 import { namePath, type Transport } from "./transport.js";
-import type { Nudge, Receipt, SessionInfo, ToolResult, TurnContext, TurnRequest } from "./types.js";
+import type { Nudge, Receipt, SessionInfo, ToolNames, ToolResult, TurnContext, TurnRequest } from "./types.js";
 
 export interface ToolCall {
   action: "save" | "get" | "search" | "delete" | "list";
@@ -12,6 +12,8 @@ export interface ToolCall {
 export interface SignalRequest {
   event: "resume" | "tool_results";
   results?: { tool?: string; error?: boolean; denied?: boolean }[];
+  /** As in a turn: the tool names the nudges use. */
+  tool_names?: ToolNames;
 }
 
 export class Session {

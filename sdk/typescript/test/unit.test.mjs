@@ -78,6 +78,13 @@ test("a session handle carries its own token", async () => {
   assert.equal(console_.session("s2", "mds_given").token, "mds_given");
 });
 
+test("a turn sends the tool names the model sees", async () => {
+  const { calls, fetch } = recording(json(200, { turn_id: "t", nudges: [] }));
+  const session = new MemorydConsole({ fetch }).session("s1", "mds_x");
+  await session.turn({ query: "q", tool_names: { search: "memory_search" } });
+  assert.deepEqual(JSON.parse(calls[0].init.body).tool_names, { search: "memory_search" });
+});
+
 test("errors carry the status and the server's message", async () => {
   const { fetch } = recording(json(404, { error: "Memory 'x' not found" }));
   const error = await new MemorydServer({ fetch }).getMemory("x").catch((caught) => caught);
