@@ -33,7 +33,7 @@ from api.identity_schemas import (
 )
 from api.responses import respond
 from api.schemas import load
-from memoryd.directory import PERMISSIONS, Principal, Workstream
+from memoryd.directory import PERMISSIONS, TOKEN_SCOPES, Principal, Workstream
 from memoryd.domain import utc_timestamp
 from memoryd.errors import Forbidden, NotFound
 from memoryd.listings import Page, list_sessions, list_tokens, list_users, list_workstreams
@@ -172,7 +172,7 @@ def _may_grant(principal: Principal, scopes: list[str], permissions: list[str]) 
     """A caller without ``service`` mints no token stronger than its own."""
     if principal.has_scope("service"):
         return
-    if stronger := [scope for scope in scopes if not principal.has_scope(scope)]:
+    if stronger := [scope for scope in scopes if scope in TOKEN_SCOPES and not principal.has_scope(scope)]:
         raise Forbidden(f"Forbidden: your token cannot grant the scope {stronger[0]!r} it does not hold")
     if stronger := [permission for permission in permissions if permission in PERMISSIONS
                     and not principal.has_permission(permission)]:
