@@ -255,3 +255,29 @@ def test_the_chain_and_the_projections_hold_with_identity_events(world, admin, s
     services.projector.catch_up()
     assert not services.projector.faults()
     assert rebuild_equals_live(services)
+
+
+def test_migration_0014_upgrades_a_database_with_duplicate_names_by_renaming_the_later_ones(any_services, caplog):
+    from alembic import command
+    from sqlalchemy import insert, select, text
+
+    from memoryd import migrate
+    from memoryd.schema import users
+
+    settings = migrate._alembic_config()
+    with any_services.database.write() as conn:
+        settings.attributes["connection"] = conn
+        command.downgrade(settings, "0013")
+        for user_id, created in (("u1", "2026-01-01T00:00:00"), ("u2", "2026-01-02T00:00:00"),
+                                 ("u3", "2026-01-03T00:00:00")):
+            conn.execute(text("INSERT INTO users (user_id, name, created) VALUES (:u, 'alice', :c)"),
+                         {"u": user_id, "c": created})
+        conn.execute(text("INSERT INTO users (user_id, name, created) VALUES ('u4', 'alice (2)', '2026-01-04')"))
+    caplog.set_level("WARNING", logger="memoryd.migrations")
+    migrate.upgrade(any_services.database)
+    with any_services.database.read() as conn:
+        names = dict(conn.execute(select(users.c.user_id, users.c.name)).all())
+    assert names == {"u1": "alice", "u2": "alice (3)", "u3": "alice (4)", "u4": "alice (2)"}
+    assert "renamed from 'alice' to 'alice (3)'" in caplog.text
+    with pytest.raises(Exception), any_services.database.write() as conn:
+        conn.execute(insert(users).values(user_id="u5", name="alice", created="2026-01-05T00:00:00"))
