@@ -15,17 +15,17 @@ from typing import Any, TypeVar, cast
 from flask import Blueprint, Response, g, jsonify, request
 
 from api.context import admin_caller, authorized, bearer_token, event_metadata, json_object, refused, services
+from api.idempotency import answered_within, idempotent
 from api.identities import session_body
 from api.identity_schemas import ClosedSessionsSchema, ReasonRequest
 from api.responses import respond
-from api.idempotency import answered_within, idempotent
 from api.schemas import (
     CreateSessionRequest,
     SessionSchema,
     load,
 )
-from memoryd.app.tool import ToolResult
 from events.types import EventMetadata
+from memoryd.app.tool import ToolResult
 from memoryd.directory import INVALID
 from memoryd.errors import Forbidden, NotFound, Refused
 from memoryd.sessions import TOKEN_PREFIX as SESSION_TOKEN

@@ -79,9 +79,10 @@ class Sessions:
             raise ValidationError(f"kind must be one of {list(KINDS)}")
         if self.directory.workstream(workstream_id) is None:
             raise NotFound("Workstream not found")
-        if user_id and (user := self.directory.user(user_id)) is None:
+        user = self.directory.user(user_id) if user_id else None
+        if user_id and user is None:
             raise NotFound(f"user not found: {user_id}")
-        if user_id and not user.active:
+        if user is not None and not user.active:
             raise ValidationError(f"user {user_id} is deactivated")
         if parent_session_id:
             parent = self.get(parent_session_id)

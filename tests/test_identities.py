@@ -260,6 +260,7 @@ def test_the_chain_and_the_projections_hold_with_identity_events(world, admin, s
 def test_migration_0014_upgrades_a_database_with_duplicate_names_by_renaming_the_later_ones(any_services, caplog):
     from alembic import command
     from sqlalchemy import insert, select, text
+    from sqlalchemy.exc import IntegrityError
 
     from memoryd import migrate
     from memoryd.schema import users
@@ -279,5 +280,5 @@ def test_migration_0014_upgrades_a_database_with_duplicate_names_by_renaming_the
         names = dict(conn.execute(select(users.c.user_id, users.c.name)).all())
     assert names == {"u1": "alice", "u2": "alice (3)", "u3": "alice (4)", "u4": "alice (2)"}
     assert "renamed from 'alice' to 'alice (3)'" in caplog.text
-    with pytest.raises(Exception), any_services.database.write() as conn:
+    with pytest.raises(IntegrityError), any_services.database.write() as conn:
         conn.execute(insert(users).values(user_id="u5", name="alice", created="2026-01-05T00:00:00"))
