@@ -106,7 +106,8 @@ class SaveMemoryRequest(RequestSchema):
                     validate=_domain_rule(lambda content: clean_content(content, REST_MAX_CONTENT)),
                     metadata={"description": "max 65,536 characters"})
     description = _text("description", "description is required and must be non-empty",
-                        validate=_domain_rule(clean_description), metadata={"description": "non-empty relevance summary"})
+                        validate=_domain_rule(clean_description),
+                        metadata={"description": "relevance summary: not blank, of any length", "minLength": 1})
     type = _text("type", load_default=None, allow_none=True, metadata={
         "description": "user, general, feedback or reference; omitted or null keeps an update's type"})
     scope = _text("scope", load_default="global", metadata={"description": "global, user or workstream"})

@@ -11,6 +11,29 @@ class MessageSchema(Schema):
                                                   "strings count, other parts are ignored"})
 
 
+def _tool_name(action: str) -> fields.String:
+    return fields.String(metadata={"description": f"the tool the model calls to {action}",
+                                   "pattern": "^[A-Za-z0-9_.-]{1,128}$", "example": f"memory_{action}"})
+
+
+class ToolNamesSchema(Schema):
+    """The memory tool's names as the model sees them (``memoryd.app.turn.tools``)."""
+
+    save = _tool_name("save")
+    get = _tool_name("get")
+    search = _tool_name("search")
+    delete = _tool_name("delete")
+    list = _tool_name("list")
+
+
+def _tool_names() -> fields.Nested:
+    return fields.Nested(ToolNamesSchema, metadata={
+        "description": "the memory tool as the model sees it, which the hint and the nudges name: each action "
+                       'mapped to its tool ({"search": "memory_search", ...} for one tool per verb). An action left '
+                       "out is the spec's memory(action=...); a name given to several actions is one tool taking "
+                       "action. Default: the spec's one memory tool"})
+
+
 class TurnRequestSchema(Schema):
     messages = fields.List(fields.Nested(MessageSchema), metadata={
         "description": "the conversation so far; memoryd takes the last 3 user texts as the context"})
@@ -24,6 +47,7 @@ class TurnRequestSchema(Schema):
     min_score = fields.Float(metadata={"description": "floor on the BM25 score (default: above 0)"})
     preview = fields.Boolean(metadata={"description": "dry run: records, touches and charges nothing"})
     min_position = fields.Integer(metadata={"description": "as X-Min-Position"})
+    tool_names = _tool_names()
 
 
 class ItemSchema(Schema):
@@ -112,6 +136,7 @@ class ToolOutcomeSchema(Schema):
 class SignalRequestSchema(Schema):
     event = fields.String(required=True, metadata={"enum": ["resume", "tool_results"]})
     results = fields.List(fields.Nested(ToolOutcomeSchema), metadata={"description": "with tool_results"})
+    tool_names = _tool_names()
 
 
 class SignalAnswerSchema(Schema):

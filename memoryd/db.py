@@ -8,6 +8,7 @@ be upgraded. PostgreSQL is reached through psycopg 3.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,10 +17,13 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from memoryd.driver import send_deferred, send_deferred_writes
+from memoryd.errors import DatabaseUnavailable
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+_PASSWORD_IN_URL = re.compile(r"(?<=://)([^:/@]*:)([^@]*)@")  # user:password@, where make_url cannot parse
 _TRANSACTION_STATE = "memoryd_transaction_state"  # in a connection's info: (its transaction, the state)
 
 
@@ -44,8 +48,11 @@ class Database:
     """The engine plus the two kinds of transaction the service needs."""
 
     def __init__(self, url: str) -> None:
-        self.url = make_url(url)
-        self.engine = _create_engine(url)
+        try:
+            self.url = make_url(url)
+            self.engine = _create_engine(url)
+        except (ArgumentError, ValueError, ImportError, OSError) as error:  # a bad URL, no driver, no directory
+            raise unavailable(url, error) from None
         self._writer = self.engine.execution_options(sqlite_begin="IMMEDIATE")
         self._snapshot = threading.local()
         self._unit = threading.local()
@@ -152,6 +159,50 @@ class Database:
         self.engine.dispose()
 
 
+def masked_url(url: str) -> str:
+    """``url`` fit to print: its password as ``***``, also when it does not parse as a URL."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):
+        return _PASSWORD_IN_URL.sub(r"\1***@", url)
+
+
+def unavailable(url: str, cause: BaseException) -> DatabaseUnavailable:
+    """The error naming ``url`` (masked) and the first line of ``cause`` (scrubbed of the password too)."""
+    reason = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+    password = _password(url)
+    if password and len(password) >= 4:  # a shorter one would mask letters of ordinary words
+        reason = reason.replace(password, "***")
+    return DatabaseUnavailable(f"cannot use the database {masked_url(url)}: {reason}")
+
+
+def _password(url: str) -> str | None:
+    try:
+        return make_url(url).password
+    except (ArgumentError, ValueError):
+        found = _PASSWORD_IN_URL.search(url)
+        return found.group(2) if found else None
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The file of an SQLite database URL (None for another database, or SQLite in memory)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+        return None
+    return Path(parsed.database).expanduser()
+
+
+def require_existing(url: str) -> None:
+    """Refuse an SQLite database file that does not exist (opening it would create an empty one)."""
+    try:
+        path = sqlite_file(url)
+    except (ArgumentError, ValueError) as error:
+        raise unavailable(url, error) from None
+    if path is not None and not path.exists():
+        raise DatabaseUnavailable(f"no database at {path}: only 'memoryd serve' and 'memoryd db upgrade' create one "
+                                  "(MEMORYD_DATABASE_URL or [storage] database_url names the database to use)")
+
+
 def _create_engine(url: str) -> Engine:
     """``hide_parameters``: SQLAlchemy's message for a database error (logged, and kept with a failed worker
     job in Redis) leaves out the statement's values, which can be a memory's text an erasure cannot reach
@@ -159,8 +210,8 @@ def _create_engine(url: str) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
         return _tracking_transactions(create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20, hide_parameters=True))
-    if parsed.database and parsed.database != ":memory:":
-        Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    if (path := sqlite_file(url)) is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
                            hide_parameters=True)
     event.listen(engine, "connect", _configure_sqlite_connection)

@@ -63,5 +63,12 @@ class StorageError(MemorydError):
     status = 500
 
 
+class DatabaseUnavailable(MemorydError):
+    """The database cannot be used: it cannot be reached or opened, its URL is wrong, or it does not exist
+    where a command that never creates one looked. The message names the URL, its password masked."""
+
+    status = 503
+
+
 class ConfigError(MemorydError):
     """An invalid configuration value; the message names the key."""

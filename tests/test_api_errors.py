@@ -105,6 +105,13 @@ def test_a_wrong_method_is_a_json_405(alice, method, path):
     assert_error(alice.request(method, path), 405)
 
 
+def test_get_on_the_search_path_is_the_get_of_a_memory_named_search(alice):
+    """Names are free, as upstream: ``GET .../memories/search`` reads the memory called ``search`` (no 405)."""
+    assert_error(alice.get(SEARCH), 404, "Memory 'search' not found")
+    assert alice.post(MEMORIES, json={**VALID_BODY, "name": "search"}).status_code == 201
+    assert alice.get(SEARCH).json["name"] == "search"
+
+
 @pytest.mark.parametrize(("method", "path", "allowed"), [("PUT", MEMORIES, {"GET", "POST"}),
                                                          ("PATCH", f"{MEMORIES}/some_name", {"GET", "DELETE"})])
 def test_a_405_lists_the_methods_the_route_allows(alice, method, path, allowed):

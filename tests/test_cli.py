@@ -18,11 +18,13 @@ from tests.helpers import free_port, wait_until_serving
 
 @pytest.fixture
 def run(sqlite_url):
+    """The CLI on a database ``memoryd db upgrade`` made (other commands never create one)."""
     runner = CliRunner()
 
     def invoke(*args: str, env: dict[str, str] | None = None):
         return runner.invoke(main, list(args), env={"MEMORYD_DATABASE_URL": sqlite_url, **(env or {})})
 
+    assert invoke("db", "upgrade").exit_code == 0
     return invoke
 
 

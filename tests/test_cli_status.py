@@ -31,6 +31,7 @@ def queue_name() -> str:
 @pytest.fixture
 def status(sqlite_url: str, queue_name: str) -> Any:
     runner = CliRunner()
+    assert runner.invoke(main, ["db", "upgrade"], env={"MEMORYD_DATABASE_URL": sqlite_url}).exit_code == 0
 
     def invoke(*args: str, redis_url: str = "") -> Result:
         env = {"MEMORYD_DATABASE_URL": sqlite_url, "MEMORYD_REDIS_URL": redis_url, "MEMORYD_QUEUE": queue_name}

@@ -125,13 +125,28 @@ def test_a_stored_snapshot_whose_lookup_arrays_disagree_with_its_segment_is_caug
         conn.execute(search_snapshots.insert().values(position=head, created="2026-12-01T00:00:00",
                                                       data=snapshot.dump(loaded)))
     loaded.sorted_slots = loaded.sorted_slots[::-1].copy()  # ids would be found in the wrong slots
-    loaded.slot["recency"][0] += 1  # and the newest first in the wrong order
     with any_services.database.write() as conn:
         conn.execute(search_snapshots.insert().values(position=head, created="2026-12-01T00:00:01",
                                                       data=snapshot.dump(loaded)))
     result = _verify(any_services)
     assert result.exit_code == 1
-    assert "sorted ids disagree" in result.output and "slot recency disagree" in result.output, result.output
+    assert "sorted ids disagree" in result.output, result.output
+
+
+def test_a_stored_snapshot_with_another_recency_holds_another_updated_time(any_services):
+    """A memory's ``updated`` is kept only as its recency key: a changed key is a memory that differs."""
+    from projections.search import snapshot
+
+    _history(any_services)
+    head = any_services.store.head_position()
+    loaded = snapshot.load(any_services.search.replayed(head).to_bytes(any_services.search.log_hash(head)))
+    loaded.slot["recency"][0] += 1  # the newest first in the wrong order
+    with any_services.database.write() as conn:
+        conn.execute(search_snapshots.insert().values(position=head, created="2026-12-01T00:00:01",
+                                                      data=snapshot.dump(loaded)))
+    result = _verify(any_services)
+    assert result.exit_code == 1
+    assert "search snapshot: DIFFERENT" in result.output and "1 differ" in result.output, result.output
 
 
 def test_a_stored_snapshot_whose_sorted_ids_miss_a_memory_is_caught(any_services):

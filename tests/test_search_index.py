@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
+import sys
 import threading
 from itertools import count
 
@@ -390,3 +391,27 @@ def test_pruning_runs_across_many_parts_and_changes_no_answer():
                 assert answer_with(index, where, query, limit, **EAGER) == expected
                 assert answer_with(index, where, query, limit, **EAGER, **TERM_BY_TERM) == expected
     assert index.shape().lookups  # the common words were looked up for candidates only, not scored everywhere
+
+
+def test_the_memory_report_counts_each_memory_id_once():
+    """The id -> slot map's keys are the very strings the index keeps by slot: reported once, not twice."""
+    memories = [memory(f"n{number}", "alpha beta") for number in range(2_000)]
+    index = index_of(memories)
+    ids = index.memory_report()["python: memory ids and id -> slot since the snapshot (or all, without one)"]
+    strings = sum(sys.getsizeof(m.memory_id) for m in memories)
+    labels, slots = index._memory_ids, index._slot_of
+    containers = sum(map(sys.getsizeof, (labels._changed, labels._added, slots._added, slots._gone)))
+    assert ids == containers + strings
+
+
+def test_updated_times_in_another_format_break_ties_as_written_and_survive_a_snapshot():
+    """``updated`` is kept as its recency key; a time the key cannot give back is kept as it is."""
+    memories = [memory("x1", "alpha", updated="2026-01-01T00:00:00"), memory("x2", "alpha", updated="2026-01-01T00:00:00.5"),
+                memory("x3", "alpha", updated="2025-12-31T23:59:59"), memory("x4", "alpha", updated="2026-01-01T00:00:00")]
+    index = index_of(memories)
+    expected = ["id-global--x2", "id-global--x1", "id-global--x4", "id-global--x3"]
+    assert [h.memory_id for h in index.search(GLOBAL, "alpha", 10)] == expected
+    restored = SearchIndex.from_bytes(index.to_bytes())
+    assert [h.memory_id for h in restored.search(GLOBAL, "alpha", 10)] == expected
+    assert restored._updated_of(restored._slot_of["id-global--x2"]) == "2026-01-01T00:00:00.5"
+    assert restored._updated_of(restored._slot_of["id-global--x3"]) == "2025-12-31T23:59:59"

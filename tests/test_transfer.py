@@ -17,8 +17,14 @@ from tests.helpers import rebuild_equals_live, table_rows
 
 @pytest.fixture
 def run(sqlite_url):
+    """The CLI on a database ``memoryd db upgrade`` made (other commands never create one)."""
     runner = CliRunner()
-    return lambda *args: runner.invoke(main, list(args), env={"MEMORYD_DATABASE_URL": sqlite_url})
+
+    def invoke(*args: str):
+        return runner.invoke(main, list(args), env={"MEMORYD_DATABASE_URL": sqlite_url})
+
+    assert invoke("db", "upgrade").exit_code == 0
+    return invoke
 
 
 def _jsonl(tmp_path, records, name="memories.jsonl"):

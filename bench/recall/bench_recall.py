@@ -12,7 +12,8 @@ per conversation.
 * **memoryd search**: a real ``memoryd serve`` (embedded SQLite in a temporary directory, ``[memory]
   relevance_k = 10``); per (conversation, kind) a user and a read/write token made with the CLI's
   commands; the memories (scope ``user``) saved through the API, one ``POST /v1/api/memories`` each
-  (``--saves import``: one bulk ``memoryd memories import``, quicker); each question sent to ``POST /v1/api/memories/search`` (limit 10).
+  (``--saves import``: one bulk ``memoryd memories import``, quicker); each question sent to
+  ``POST /v1/api/memories/search`` (limit 10).
 * **memoryd turn**: a session per user; ``POST /v1/api/sessions/{id}/turns`` with the question as the
   only user message, ``preview: true``, ``relevance_k: 10``: the injected items.
 * **reference**: the reference implementation's scorer, rank-bm25 ``BM25Okapi`` (k1 1.5, b 0.75) over

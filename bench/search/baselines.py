@@ -107,8 +107,10 @@ ALL_ENGINES = ("numpy", "floor-sum", "floor-touch", "rank-bm25", "bm25s", "tanti
 class ArrayIndex:
     """Immutable CSR inverted index over token lists; exact BM25 (Lucene idf) over all documents."""
 
-    def __init__(self, documents: Sequence[Sequence[str]], k1: float = K1, b: float = B) -> None:
+    def __init__(self, documents: Sequence[Sequence[str]], k1: float = K1, b: float = B,
+                 analyze: Callable[[str], list[str]] = tokenize) -> None:
         self.k1, self.b = k1, b
+        self.analyze = analyze  # a query's terms: the analyzer that made ``documents``
         n = len(documents)
         lengths = np.fromiter((len(d) for d in documents), dtype=np.int64, count=n)
         vocab: dict[str, int] = {}
@@ -179,10 +181,10 @@ class ArrayIndex:
         return scores
 
     def search(self, query: str, k: int = TOP) -> tuple[np.ndarray, np.ndarray]:
-        return top_k(self.dense_scores(tokenize(query)), k)
+        return top_k(self.dense_scores(self.analyze(query)), k)
 
     def floor_sum(self, query: str) -> np.ndarray:
-        terms = self._terms(tokenize(query))
+        terms = self._terms(self.analyze(query))
         if not terms:
             return np.zeros(0)
         parts = [(self.indptr[t], self.indptr[t + 1]) for t, _ in terms]
@@ -192,7 +194,7 @@ class ArrayIndex:
 
     def floor_touch(self, query: str) -> int:
         total = 0
-        for t, _ in self._terms(tokenize(query)):
+        for t, _ in self._terms(self.analyze(query)):
             total += int(self.tfs[self.indptr[t]:self.indptr[t + 1]].sum(dtype=np.int64))
         return total
 
@@ -311,14 +313,15 @@ class FloorTouch(NumpyEngine):
 class RankBM25(Engine):
     name = "rank-bm25 BM25Okapi"
 
-    def __init__(self, documents: Sequence[Sequence[str]]) -> None:
+    def __init__(self, documents: Sequence[Sequence[str]], analyze: Callable[[str], list[str]] = tokenize) -> None:
         from rank_bm25 import BM25Okapi
 
         self.bm = BM25Okapi(documents, k1=K1, b=B)
+        self.analyze = analyze
         self.index_note = "RSS growth"
 
     def search(self, query: str) -> object:
-        return top_k(self.bm.get_scores(tokenize(query)), TOP)
+        return top_k(self.bm.get_scores(self.analyze(query)), TOP)
 
     def results(self, query: str) -> tuple[list[int], list[float]]:
         docs, scores = self.search(query)
@@ -337,9 +340,10 @@ class RankBM25(Engine):
 class BM25S(Engine):
     name = "bm25s (lucene, numpy)"
 
-    def __init__(self, documents: Sequence[Sequence[str]]) -> None:
+    def __init__(self, documents: Sequence[Sequence[str]], analyze: Callable[[str], list[str]] = tokenize) -> None:
         import bm25s
 
+        self.analyze = analyze
         self.retriever = bm25s.BM25(k1=K1, b=B, method="lucene")
         self.retriever.index([list(d) for d in documents], show_progress=False)
         s = self.retriever.scores
@@ -348,7 +352,7 @@ class BM25S(Engine):
         self.exact_scores = True  # ours / (k1 + 1), float32
 
     def search(self, query: str) -> object:
-        return self.retriever.retrieve([tokenize(query)], k=TOP, show_progress=False, n_threads=0)
+        return self.retriever.retrieve([self.analyze(query)], k=TOP, show_progress=False, n_threads=0)
 
     def results(self, query: str) -> tuple[list[int], list[float]]:
         docs, scores = self.search(query)

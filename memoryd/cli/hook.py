@@ -14,6 +14,9 @@ imports the server) and speaks HTTP itself rather than through the SDK.
 Settings, from the environment: ``MEMORYD_URL`` (default http://127.0.0.1:8080),
 ``MEMORYD_SESSION_TOKEN`` (required) and ``MEMORYD_SESSION_ID`` (optional: saves
 one request); ``MEMORYD_HOOK_DEBUG=1`` reports failures on standard error.
+``MEMORYD_MCP_SERVER`` (default ``memoryd``) is the name ``memoryd mcp`` has in
+the runtime's MCP configuration: Claude Code shows its tools to the model as
+``mcp__<name>__memory_search``, ..., and the hint and nudges name them so.
 """
 
 from __future__ import annotations
@@ -65,7 +68,7 @@ def _context(event: str, payload: dict[str, Any], deadline: float) -> str:
     token = os.environ["MEMORYD_SESSION_TOKEN"]
     session_id = os.environ.get("MEMORYD_SESSION_ID") or _call(base, token, "GET", "/v1/api/session", None,
                                                                 deadline)["session_id"]
-    body: dict[str, Any] = {"placement": "tail", "max_chars": BLOCK_CHARS}
+    body: dict[str, Any] = {"placement": "tail", "max_chars": BLOCK_CHARS, "tool_names": _tool_names()}
     if event == "UserPromptSubmit":  # a turn: recorded, with the nudges this prompt earns
         prompt = payload.get("prompt")
         body["query"] = prompt if isinstance(prompt, str) else ""
@@ -78,6 +81,12 @@ def _context(event: str, payload: dict[str, Any], deadline: float) -> str:
         parts += [nudge["text"] for nudge in turn.get("nudges", []) if nudge.get("deliver") == "after_user"]
     context = "\n\n".join(part for part in parts if isinstance(part, str) and part)
     return context if len(context) <= MAX_CHARS else ""
+
+
+def _tool_names() -> dict[str, str]:
+    """The memory tools as Claude Code shows them: ``memoryd mcp``'s, under its MCP server's name."""
+    server = os.environ.get("MEMORYD_MCP_SERVER") or "memoryd"
+    return {action: f"mcp__{server}__memory_{action}" for action in ("save", "get", "search", "delete", "list")}
 
 
 def _call(base: str, token: str, method: str, path: str, body: Any, deadline: float) -> Any:

@@ -12,7 +12,8 @@ session tool's parameters and text, with its result as structured content) and
 ``memory_context`` (the turn composer's block and hint for a query or messages,
 placement ``tail``, as a preview: a look-up the model makes records no turn).
 ``single_tool`` exposes the spec's one ``memory`` tool with its five actions
-instead. A refusal (scope rules, the persona's lever, limits) is an MCP tool
+instead. The turn's texts (the hint, the reference-data line) name the tools
+this server shows. A refusal (scope rules, the persona's lever, limits) is an MCP tool
 error carrying the tool's message.
 """
 
@@ -35,6 +36,8 @@ INSTRUCTIONS = ("Persistent, scoped memories for this agent. Search or list them
 MemoryType = Literal["user", "general", "feedback", "reference"]
 Scope = Literal["global", "workstream", "user", "coordinator", "project"]
 READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+# What the turn's hint and nudges name: the tools this server shows (None: the spec's one memory tool, --single-tool)
+PER_VERB_TOOLS = {action: f"memory_{action}" for action in ("save", "get", "search", "delete", "list")}
 
 
 class SessionResolver:
@@ -77,7 +80,7 @@ def build_server(resolver: SessionResolver, *, single_tool: bool = False) -> MCP
         _one_tool(server, resolver)
     else:
         _tools(server, resolver)
-    _context(server, resolver)
+    _context(server, resolver, None if single_tool else PER_VERB_TOOLS)
     _resources(server, resolver)
     return server
 
@@ -145,27 +148,28 @@ def _one_tool(server: MCPServer, resolver: SessionResolver) -> None:
                                 type=type, scope=scope, query=query, limit=limit, expected_version=expected_version)
 
 
-async def _turn_text(resolver: SessionResolver, ctx: Context, query: str | None,
-                     messages: list[dict[str, Any]] | None) -> tuple[str, dict[str, Any]]:
+async def _turn_text(resolver: SessionResolver, ctx: Context, query: str | None, messages: list[dict[str, Any]] | None,
+                     tool_names: dict[str, str] | None) -> tuple[str, dict[str, Any]]:
     session = await resolver.for_call(ctx)  # a look-up the model asked for, like a search: not a turn of its own
-    turn = await session.turn(messages, query=query, placement="tail", preview=True, timeout=10.0, fail_open=False)
+    turn = await session.turn(messages, query=query, placement="tail", preview=True, timeout=10.0, fail_open=False,
+                              tool_names=tool_names)
     return (turn.tail_message or {}).get("content", ""), turn.model_dump(mode="json")
 
 
-def _context(server: MCPServer, resolver: SessionResolver) -> None:
+def _context(server: MCPServer, resolver: SessionResolver, tool_names: dict[str, str] | None) -> None:
     @server.tool(annotations=READS)
     async def memory_context(ctx: Context, query: str | None = None,
                              messages: list[dict[str, Any]] | None = None) -> CallToolResult:
         """The memories most relevant to a query or to the conversation's last three user messages, as a
         <memories> block to read as reference data, with how many memories are in scope."""
-        text, turn = await _guarded(lambda: _turn_text(resolver, ctx, query, messages))
+        text, turn = await _guarded(lambda: _turn_text(resolver, ctx, query, messages, tool_names))
         return CallToolResult(content=[TextContent(type="text", text=text or "No memories match.")],
                               structured_content=turn)
 
     @server.prompt(name="memory_context")
     async def memory_context_prompt(ctx: Context, query: str = "") -> list[dict[str, Any]]:
         """A ready user message holding the memories relevant to the query (or the most recent ones)."""
-        text, _ = await _guarded(lambda: _turn_text(resolver, ctx, query or None, None))
+        text, _ = await _guarded(lambda: _turn_text(resolver, ctx, query or None, None, tool_names))
         return [{"role": "user", "content": {"type": "text", "text": text or "No memories in scope."}}]
 
 

@@ -25,7 +25,7 @@ def db() -> None:
 def db_upgrade() -> None:
     """Create or upgrade the schema to the newest revision, then catch the projections up (an upgrade may
     hand a read model back to the log to be replayed)."""
-    services = command_services(prepare=False)
+    services = command_services(prepare=False, create=True)
     migrate.upgrade(services.database)
     reached = services.projector.catch_up()
     click.echo(f"database at the newest revision: {services.database.url!r}; projections at position {reached}")

@@ -35,14 +35,13 @@ from projections.search.merging import Merges
 from projections.search.parts import Delta, Segment, build
 from projections.search.ranking import K1, B, idf
 from projections.search.scoring import top_mask
-from projections.search.state import ALL_TYPES, TYPE_CODES, recency_key
+from projections.search.state import ALL_TYPES, SETTLE_TIMES, TYPE_CODES
 from projections.search.tuning import Tuning
 
 ORDER_FROM = 4_096  # visible postings from which gathering heaviest first saves more than it costs (measured)
 
 
-@dataclass(frozen=True)
-class Hit:
+class Hit(NamedTuple):  # a tuple: twenty are made per search, at a third of a frozen dataclass's cost
     memory_id: str
     score: float
 
@@ -177,6 +176,7 @@ class SearchIndex(Merges):
             return size(container) + sum(size(item) for item in items if item is not None)
 
         with self._lock:
+            self._settle_times()
             segments = [part for part in self._parts if isinstance(part, Segment)]
             deltas = [part for part in self._parts if isinstance(part, Delta)]
             delta = size(self._free)
@@ -192,11 +192,12 @@ class SearchIndex(Merges):
                 "numpy: per-slot length, type, namespace, alive, location, version, recency": sum(
                     array.nbytes for array in (self._length, self._type, self._namespace, self._alive, self._part_of,
                                                self._document_of, self._version, self._recency)),
-                "numpy: a snapshot's memory ids and updated times (by slot, and the ids sorted)": sum(
-                    labels.shared_bytes() for labels in (self._memory_ids, self._updated, self._slot_of)),
-                "python: memory ids and id -> slot since the snapshot (or all, without one)":
-                    self._memory_ids.private_bytes() + self._slot_of.private_bytes(),
-                "python: updated timestamps since the snapshot": self._updated.private_bytes(),
+                "numpy: a snapshot's memory ids (by slot, and sorted)": sum(
+                    labels.shared_bytes() for labels in (self._memory_ids, self._slot_of)),
+                "python: memory ids and id -> slot since the snapshot (or all, without one)":  # one string each
+                    self._memory_ids.private_bytes(size) + self._slot_of.private_bytes(size),
+                "python: updated times not in the spec's format, and those not settled yet": strings(
+                    self._odd_times, self._odd_times.values()) + strings(self._unsettled, self._unsettled.values()),
                 "python: vocabulary dict (+ words)": strings(self._vocabulary, self._vocabulary),
                 "python: deltas (dict of lists of ints), free slots": delta,
                 "python: namespace numbers, keys and counters": size(self._namespace_numbers) + size(self._by_scope)
@@ -212,16 +213,18 @@ class SearchIndex(Merges):
         type_code = TYPE_CODES.get(memory.type, TYPE_CODES["general"])
         if self._free:
             slot = self._free.pop()
-            self._memory_ids[slot], self._updated[slot] = memory.memory_id, memory.updated
+            self._memory_ids[slot] = memory.memory_id
         else:
             slot = len(self._memory_ids)
             self._grow(slot + 1)
             self._memory_ids.append(memory.memory_id)
-            self._updated.append(memory.updated)
         self._slot_of[memory.memory_id] = slot
         self._length[slot], self._type[slot], self._namespace[slot] = length, type_code, namespace
         self._alive[slot], self._part_of[slot] = True, self._delta.number
-        self._version[slot], self._recency[slot] = position, recency_key(memory.updated)
+        self._version[slot] = position
+        self._unsettled[slot] = memory.updated  # its recency key is computed in numpy with others' (settling)
+        if len(self._unsettled) >= SETTLE_TIMES:
+            self._settle_times()
         vocabulary, delta, document = self._vocabulary, self._delta, self._delta.documents
         for word, frequency in frequencies.items():
             term_id = vocabulary.setdefault(word, len(vocabulary))
@@ -247,7 +250,7 @@ class SearchIndex(Merges):
         lengths[type_code] -= length
         lengths[ALL_TYPES] -= length
         self._alive[slot] = False
-        self._memory_ids[slot], self._updated[slot] = None, ""
+        self._memory_ids[slot] = None
         segment = self._segments.get(int(self._part_of[slot]))
         if segment is not None:
             segment.alive[self._document_of[slot]] = False
@@ -261,11 +264,12 @@ class SearchIndex(Merges):
         hash of the log's event at the index's position (which log the snapshot belongs to)."""
         with self._lock:
             self._freeze_if_filled()
+            self._settle_times()
             parts = [part for part in self._parts if part is not self._delta]
             sources = self._capture(parts)
             position, words = self.position, list(self._vocabulary)
             keys = sorted(self._namespace_numbers, key=self._namespace_numbers.__getitem__)
-            memory_ids, updated = self._memory_ids.copy(), self._updated.copy()  # what changes, not every slot
+            memory_ids, odd_times = self._memory_ids.copy(), dict(self._odd_times)  # what changes, not every slot
             versions, recency = self._version.copy(), self._recency.copy()
         segment = build(0, sources, len(words), self._tuning.pack_limit)
         documents, held = segment.documents, segment.slots.tolist()
@@ -283,10 +287,12 @@ class SearchIndex(Merges):
                 "recency": by_slot(recency[segment.slots], np.int64)}
         ids = _fixed_width([memory_ids[slot] or "" for slot in held])
         order = np.argsort(ids, kind="stable").astype(np.int32)
-        times = _fixed_width([updated[slot] or "" for slot in held])
+        if odd_times:  # by the snapshot's slots
+            document_of = dict(zip(held, range(documents)))
+            odd_times = {document_of[slot]: time for slot, time in odd_times.items() if slot in document_of}
         segment.slots = np.arange(documents, dtype=np.int32)  # a snapshot's document d is its slot d
         return snapshot.dump(snapshot.Snapshot(position, log_hash, self.analyzer.identity, words, keys, segment, slot,
-                                               ids, times, ids[order], order))
+                                               ids, odd_times, ids[order], order))
 
     @classmethod
     def from_bytes(cls, blob: bytes, k1: float = K1, b: float = B, tuning: Tuning | None = None,
@@ -309,7 +315,7 @@ class SearchIndex(Merges):
         for key in loaded.keys:
             index._namespace_number(key)
         segment, documents = loaded.segment, loaded.documents
-        index._memory_ids, index._updated = Labels(loaded.memory_ids), Labels(loaded.updated)
+        index._memory_ids, index._odd_times = Labels(loaded.memory_ids), dict(loaded.odd_times)
         index._slot_of = SlotsById(loaded.sorted_ids, loaded.sorted_slots)
         for name, values in loaded.slot.items():
             setattr(index, f"_{name}" if name not in ("part", "document") else f"_{name}_of", values)
@@ -385,16 +391,17 @@ class SearchIndex(Merges):
             return None
         length = sum(self._lengths[number][column] for number in counted)
         term_ids = np.array([term_id for _, term_id, _ in known], np.int32)  # the segments' dtype: no casts
-        slices = [part.slices(term_ids) if isinstance(part, Segment) else None for part in self._parts]
+        parts = [part for part in self._parts if part.documents]  # not the live delta when just frozen
+        slices = [part.slices(term_ids) if isinstance(part, Segment) else None for part in parts]
         places = list(range(len(known)))
-        if self._scorer.part_by_part(len(known), len(self._parts)) and \
-                (heaviest := self._heaviest_first(known, documents, slices)) is not None:  # scored part by part
+        if self._scorer.part_by_part(len(known), len(parts)) and \
+                (heaviest := self._heaviest_first(parts, known, documents, slices)) is not None:  # part by part
             places = heaviest
             known, term_ids = [known[term] for term in places], term_ids[places]
             slices = [None if cut is None else (cut[0][places], cut[1][places]) for cut in slices]
         gathered = [self._scorer.gather(part, cut, visible, type_code) if isinstance(part, Segment) and cut is not None
                     else self._gather_delta(cast(Delta, part), term_ids, visible, type_code)
-                    for part, cut in zip(self._parts, slices)]
+                    for part, cut in zip(parts, slices)]
         frequencies = [sum(found) for found in zip(*(part.frequencies() for part in gathered))]
         return _Gathering(documents, length, [word for word, _, _ in known], [times for _, _, times in known],
                           frequencies, places, gathered)
@@ -424,6 +431,7 @@ class SearchIndex(Merges):
         """(Lock held) The slots of the ``limit`` newest memories ``where`` admits: updated, then the later event."""
         if limit <= 0 or (where.type and where.type not in TYPE_CODES):
             return []
+        self._settle_times()
         used = len(self._memory_ids)
         admitted = self._alive[:used].copy()
         visible = self._visible(where)
@@ -455,7 +463,7 @@ class SearchIndex(Merges):
             return None
         return np.array(sorted(numbers), np.int32)
 
-    def _heaviest_first(self, known: list[tuple[str, int, int]], documents: int,
+    def _heaviest_first(self, parts: list[Delta | Segment], known: list[tuple[str, int, int]], documents: int,
                         slices: list[tuple[np.ndarray, np.ndarray] | None]) -> list[int] | None:
         """(Lock held) The query's terms in the order of their weights over everything indexed; None when the
         caller is likely to see too few of their postings for the order to pay, or so many that it prunes.
@@ -465,13 +473,13 @@ class SearchIndex(Merges):
         postings to add each document's terms heaviest first.
         """
         held = np.zeros(len(known), np.int64)  # postings, tombstones included
-        for part, cut in zip(self._parts, slices):
+        for part, cut in zip(parts, slices):
             if cut is not None:
                 held += cut[1] - cut[0]
             else:
                 held += [len(cast(Delta, part).postings.get(term_id, ())) // 2 for _, term_id, _ in known]
         likely = int(held.sum()) * documents // max(len(self), 1)  # the postings the caller is likely to see
-        if not ORDER_FROM <= likely or not self._scorer.scores_all(likely, len(known), len(self._parts)):
+        if not ORDER_FROM <= likely or not self._scorer.scores_all(likely, len(known), len(parts)):
             return None  # few, or pruned: the order would not pay
         frequencies = held.tolist()
         return sorted(range(len(known)), key=lambda term: known[term][2] * idf(documents, frequencies[term]),
@@ -507,14 +515,28 @@ class SearchIndex(Merges):
                         flat=Flat(documents, documents, tfs, bounds))
 
     def _top(self, slots: np.ndarray, scores: np.ndarray, limit: int) -> list[Hit]:
+        """The ``limit`` best by score, then newest ``updated``, then memory id: the tie-break's keys are read only
+        for equal scores within the top."""
         if len(scores) > limit:
             keep = top_mask(scores, limit)  # ties at the cut stay in; the tie-break decides below
             slots, scores = slots[keep], scores[keep]
-        ranked = [(float(score), int(slot)) for score, slot in zip(scores.tolist(), slots.tolist()) if score > 0]
-        ranked.sort(key=lambda pair: self._memory_ids[pair[1]] or "")
-        ranked.sort(key=lambda pair: self._updated[pair[1]] or "", reverse=True)
-        ranked.sort(key=lambda pair: pair[0], reverse=True)
-        return [Hit(self._memory_ids[slot] or "", score) for score, slot in ranked[:limit]]
+        ranked = sorted(((score, slot) for score, slot in zip(scores.tolist(), slots.tolist()) if score > 0),
+                        reverse=True)
+        top: list[int] = []
+        start = 0
+        while start < len(ranked) and len(top) < limit:
+            end = start + 1
+            while end < len(ranked) and ranked[end][0] == ranked[start][0]:
+                end += 1
+            tied = [slot for _, slot in ranked[start:end]]
+            if len(tied) > 1:
+                self._settle_times()
+                tied.sort(key=lambda slot: self._memory_ids[slot] or "")
+                tied.sort(key=self._updated_of, reverse=True)
+            top += tied
+            start = end
+        return [Hit(self._memory_ids[slot] or "", score) for slot, score in zip(top[:limit], (
+            score for score, _ in ranked))]
 
 
 def _fixed_width(strings: list[str]) -> np.ndarray:

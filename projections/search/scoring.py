@@ -347,6 +347,8 @@ class Scorer:
 
     @staticmethod
     def _slots_of(parts: list[Gathered], bases: list[int], positions: np.ndarray) -> np.ndarray:
+        if len(parts) == 1:  # one part (a fresh or rebuilt index): its own positions
+            return parts[0].slots_of(positions)
         owner = np.searchsorted(bases, positions, side="right") - 1
         slots = np.empty(len(positions), np.int64)
         for number in np.unique(owner).tolist():

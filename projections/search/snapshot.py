@@ -1,8 +1,10 @@
 """The snapshot format: a whole index as one file that every process on a host memory-maps.
 
 A snapshot holds one segment of every live memory, the per-slot arrays an index
-starts with, the memory ids (by slot, and sorted for lookups), their ``updated``
-times, the vocabulary and the namespaces in number order. Stored in the
+starts with (a memory's ``updated`` time is its recency key there, rebuilt by
+``state.timestamp``; a time not in the spec's format is in the manifest as it
+is), the memory ids (by slot, and sorted for lookups), the vocabulary and the
+namespaces in number order. Stored in the
 database it is the same bytes as on disk, so a process writes the blob to a
 file once per host and every process maps that file: the pages are the page
 cache's, shared, and only what a process changes later (liveness, a merge's
@@ -41,9 +43,9 @@ import numpy as np
 
 from events.chain import canonical
 from projections.search.parts import Segment, joined, split
-from projections.search.state import recency_key
+from projections.search.state import recency_key, timestamp
 
-FORMAT = 5
+FORMAT = 6  # 6: ``updated`` only as the slots' recency keys (and the odd times in the manifest)
 MAGIC = b"memoryd-search\x00\x00"
 _HEADER = struct.Struct("<16sIxxxxQ32s")  # magic, format, manifest length, sha256 of the rest
 _BODY = 64  # where the checksummed part starts
@@ -71,7 +73,7 @@ class Snapshot:
     segment: Segment  # its documents are slots 0..documents-1, in that order
     slot: dict[str, np.ndarray]  # SLOT_ARRAYS, with room for slots added later (zeros)
     memory_ids: np.ndarray  # bytes (S), by slot
-    updated: np.ndarray  # bytes (S), by slot
+    odd_times: dict[int, str]  # by slot, the ``updated`` times ``timestamp`` does not rebuild from their recency key
     sorted_ids: np.ndarray  # the memory ids ascending, and the slot of each
     sorted_slots: np.ndarray
 
@@ -84,7 +86,7 @@ def dump(snapshot: Snapshot) -> bytes:
     """The snapshot's bytes: what the database stores and every host's file holds."""
     arrays: dict[str, np.ndarray] = {f"segment.{name}": getattr(snapshot.segment, name) for name in SEGMENT_ARRAYS}
     arrays |= {f"slot.{name}": array for name, array in snapshot.slot.items()}
-    arrays |= {"memory_ids": snapshot.memory_ids, "updated": snapshot.updated, "sorted_ids": snapshot.sorted_ids,
+    arrays |= {"memory_ids": snapshot.memory_ids, "sorted_ids": snapshot.sorted_ids,
                "sorted_slots": snapshot.sorted_slots,
                "words": joined(snapshot.words)}
     offset, table = 0, dict[str, tuple[str, int, int]]()
@@ -92,7 +94,8 @@ def dump(snapshot: Snapshot) -> bytes:
         table[name] = (array.dtype.str, len(array), offset)
         offset = _aligned(offset + array.nbytes)
     manifest = canonical({"position": snapshot.position, "log_hash": snapshot.log_hash,
-                          "analyzer": snapshot.analyzer, "keys": snapshot.keys, "arrays": table})
+                          "analyzer": snapshot.analyzer, "keys": snapshot.keys,
+                          "odd_times": sorted(snapshot.odd_times.items()), "arrays": table})
     start = _aligned(_BODY + len(manifest))
     out = bytearray(start + offset)
     out[_BODY:_BODY + len(manifest)] = manifest
@@ -175,8 +178,9 @@ def _parsed(view: memoryview, length: int) -> Snapshot:
         setattr(segment, name, arrays[f"segment.{name}"])
     return Snapshot(manifest["position"], manifest["log_hash"], manifest["analyzer"], split(arrays["words"]),
                     [(scope, scope_id) for scope, scope_id in manifest["keys"]], segment,
-                    {name: arrays[f"slot.{name}"] for name in SLOT_ARRAYS}, arrays["memory_ids"], arrays["updated"],
-                    arrays["sorted_ids"], arrays["sorted_slots"])
+                    {name: arrays[f"slot.{name}"] for name in SLOT_ARRAYS}, arrays["memory_ids"],
+                    {int(slot): str(time) for slot, time in manifest["odd_times"]}, arrays["sorted_ids"],
+                    arrays["sorted_slots"])
 
 
 def _aligned(offset: int) -> int:
@@ -202,7 +206,9 @@ def _inconsistencies(snapshot: Snapshot) -> list[str]:
         "slot namespaces": (slot["namespace"], np.repeat(segment.namespaces, np.diff(segment.starts))),
         "slot liveness": (slot["alive"] & segment.alive, np.ones(documents, bool)),
         "slot parts": (slot["part"], np.zeros(documents)), "slot documents": (slot["document"], np.arange(documents)),
-        "slot recency": (slot["recency"], [recency_key(time.decode()) for time in snapshot.updated.tolist()]),
+        "odd times' recency": (np.array([slot["recency"][at] if 0 <= at < documents else -1
+                                         for at in snapshot.odd_times], np.int64),
+                               np.array([recency_key(time) for time in snapshot.odd_times.values()], np.int64)),
         "room for new slots": (snapshot.slot["alive"][documents:], np.zeros(len(snapshot.slot["alive"]) - documents)),
     }
     found = [name for name, (held, wanted) in expected.items()
@@ -240,7 +246,8 @@ def documents(snapshot: Snapshot) -> list[tuple[str, bytes]]:
              for memory_id, version, updated, namespace, kind, length, words in zip(
                  (snapshot.memory_ids[slot].decode() for slot in slots),
                  snapshot.slot["version"][segment.slots].tolist(),
-                 (snapshot.updated[slot].decode() for slot in slots), namespace_of,
+                 (snapshot.odd_times.get(slot) or timestamp(key) for slot, key in zip(
+                     slots, snapshot.slot["recency"][segment.slots].tolist())), namespace_of,
                  segment.types.tolist(), segment.lengths.tolist(), summed.tolist())]
     found.sort()
     return found

@@ -27,8 +27,8 @@ def save(agent, name: str, content: str) -> None:
     assert answer.json()["ok"], answer.json()
 
 
-def hook(event: str, payload: dict, url: str, token: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "MEMORYD_URL": url, "MEMORYD_SESSION_TOKEN": token}
+def hook(event: str, payload: dict, url: str, token: str, **settings: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "MEMORYD_URL": url, "MEMORYD_SESSION_TOKEN": token, **settings}
     return subprocess.run([sys.executable, "-m", "memoryd", "hook", "claude-code", event], input=json.dumps(payload),
                           capture_output=True, text=True, timeout=30, env=env)
 
@@ -43,6 +43,17 @@ def test_a_prompt_that_matches_a_saved_memory_gets_it_as_additional_context(agen
     context = answer["additionalContext"]
     assert "not instructions" in context.splitlines()[0] and '<memory name="hook_deploy"' in context
     assert "buildkite on tuesdays" in context and "You have 1 memory in scope." in context
+    # the tools as Claude Code shows memoryd mcp's to the model
+    assert "verify with mcp__memoryd__memory_get() before" in context
+    assert "Use mcp__memoryd__memory_search() or mcp__memoryd__memory_list() to find more." in context
+
+
+def test_the_texts_name_the_tools_under_the_mcp_servers_configured_name(agent):
+    save(agent, "hook_release", "we release on fridays")
+    done = hook("user-prompt-submit", {"prompt": "how do we deploy?"}, agent["url"], agent["session_token"],
+                MEMORYD_MCP_SERVER="memory-service")
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "Use mcp__memory-service__memory_search() or mcp__memory-service__memory_list()" in context
 
 
 def test_session_start_brings_the_most_recent_memories(agent):

@@ -107,7 +107,11 @@ def test_memory_context_is_the_http_turn_for_the_same_session_and_query(live_ser
 
     context = anyio.run(scenario)
     turn = httpx.post(f"{live_server.base_url}/v1/api/sessions/{agent['session_id']}/turns", headers=headers,
-                      json={"query": "how do we deploy", "placement": "tail", "preview": True}).json()
+                      json={"query": "how do we deploy", "placement": "tail", "preview": True,
+                            "tool_names": {action: f"memory_{action}" for action in ("save", "get", "search", "delete",
+                                                                                     "list")}}).json()
+    assert "verify with memory_get() before" in context["text"]  # the tools this server shows, by their names
+    assert "Use memory_search() or memory_list() to find more." in context["text"]
     assert context["turn"]["turn"] is None and context["turn"]["receipt_id"] is None  # a look-up, not a turn
     assert context["text"] == turn["tail_message"]["content"] and "mcp_deploy" in context["text"]
     assert context["turn"]["block"] == turn["block"] and context["turn"]["block_sha256"] == turn["block_sha256"]
@@ -121,6 +125,8 @@ def test_the_single_tool_mode_exposes_the_specs_memory_tool(live_server, agent):
             assert not listed.is_error
             bad = await client.call_tool("memory", {"action": "save", "name": "x"})
             assert bad.is_error and "content" in text(bad)
+            context = text(await client.call_tool("memory_context", {"query": "how do we deploy"}))
+            assert "verify with memory(action='get') before" in context  # the one tool, as the spec names it
 
     run(scenario)
 

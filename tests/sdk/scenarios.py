@@ -13,6 +13,8 @@ from pydantic import BaseModel
 
 SCENARIOS = sorted((Path(__file__).resolve().parents[2] / "sdk" / "scenarios").glob("*.json"))
 _WHOLE = re.compile(r"\{([\w.]+)\}")
+# "{long_description}" in a scenario: longer than the 512 characters the SDKs once refused and the server never did
+LONG_DESCRIPTION = " ".join(["a description longer than any limit an SDK kept"] * 40)
 
 
 def resolve(value: Any, names: dict[str, Any]) -> Any:

@@ -29,6 +29,7 @@ from memoryd_sdk import (
 from memoryd_sdk.compat import turnstone
 
 from api.app import create_app
+from api.openapi import build_openapi
 from tests.helpers import free_port, spawn_worker
 
 SDK = Path(__file__).resolve().parents[2] / "sdk" / "python"
@@ -283,6 +284,37 @@ def test_a_session_runs_the_tool_turns_signals_and_receipts(app, tokens, service
         assert [nudge.type for nudge in session.signal("resume")] == ["resume"]
         assert session.receipt("t1").block_matches
         assert [receipt.turn_id for receipt in console.session_turns(session.session_id).receipts] == ["t1"]
+
+
+def test_a_session_handle_carries_its_token_for_an_mcp_server_or_a_hook(app, tokens, services):
+    workstream = services.directory.create_workstream(tokens["user_id"], "ws")
+    with MemorydConsole("http://memoryd", token=tokens["admin"], httpx_client=wsgi_client(app)) as console:
+        opened = console.open_session("interactive", workstream, user_id=tokens["user_id"])
+        assert opened.info is not None and opened.token == opened.info.token
+        found = console.session_of(opened.token)
+        assert (found.session_id, found.token) == (opened.session_id, opened.token)
+        assert console.session(opened.session_id, opened.token).token == opened.token
+
+
+def test_a_turn_and_a_signal_name_the_tools_the_model_sees(app, tokens, services):
+    workstream = services.directory.create_workstream(tokens["user_id"], "ws")
+    names = {"search": "memory_search", "list": "memory_list"}
+    with MemorydConsole("http://memoryd", token=tokens["admin"], httpx_client=wsgi_client(app)) as console:
+        session = console.open_session("interactive", workstream, user_id=tokens["user_id"])
+        assert session.memory("save", name="style", content="tabs", description="style").ok
+        assert session.turn(query="style", tool_names=names).hint.endswith("Use memory_search() or memory_list() "
+                                                                           "to find more.")
+        assert "memory_search()" in session.signal("resume", tool_names=names)[0].text
+
+
+def test_the_sdk_refuses_a_description_only_where_the_openapi_document_does(app, tokens):
+    """One rule, the server's: its document says a description is not blank and has no maximum length."""
+    rule = build_openapi()["components"]["schemas"]["SaveMemoryRequest"]["properties"]["description"]
+    assert rule["minLength"] == 1 and "maxLength" not in rule
+    with MemorydServer("http://memoryd", token=tokens["user"], httpx_client=wsgi_client(app)) as server:
+        assert server.save_memory("long", "c", description="d" * 20_000).description == "d" * 20_000
+        with pytest.raises(ValueError, match="description is required"):
+            server.save_memory("blank", "c", description=" \n ")
 
 
 def test_a_turn_makes_one_attempt_bounded_by_its_timeout_and_fails_open():

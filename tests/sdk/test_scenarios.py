@@ -37,7 +37,7 @@ def python_run(live_server) -> tuple[list[str], list[tuple[str, str]]]:
     caller = live_server.caller("py")
     sent: list[tuple[str, str]] = []
     hooks = {"request": [lambda request: sent.append((request.method, request.url.path))]}
-    context = {"run": "py", **caller}
+    context = {"run": "py", "long_description": scenarios.LONG_DESCRIPTION, **caller}
     with httpx.Client(event_hooks=hooks) as user_client, httpx.Client(event_hooks=hooks) as admin_client:
         clients = {"server": MemorydServer(live_server.base_url, token=caller["token"], httpx_client=user_client),
                    "console": MemorydConsole(live_server.base_url, token=live_server.admin_token,
@@ -48,7 +48,8 @@ def python_run(live_server) -> tuple[list[str], list[tuple[str, str]]]:
 
 def typescript_run(live_server, built: Path) -> tuple[list[str], list[tuple[str, str]]]:
     caller = live_server.caller("ts")
-    context = {"base_url": live_server.base_url, "admin_token": live_server.admin_token, "run": "ts", **caller}
+    context = {"base_url": live_server.base_url, "admin_token": live_server.admin_token, "run": "ts",
+               "long_description": scenarios.LONG_DESCRIPTION, **caller}
     done = subprocess.run(["node", "scripts/scenarios.mjs", *map(str, scenarios.SCENARIOS)], cwd=built,
                           capture_output=True, text=True, timeout=600,
                           env={**os.environ, "MEMORYD_SCENARIO_CONTEXT": json.dumps(context)})

@@ -43,6 +43,7 @@ from events.streams import memory_versions
 from memoryd.app.scope import SessionScope, WorkstreamGone, resolve
 from memoryd.app.turn.conversation import conversation_length
 from memoryd.app.turn.request import Signal, TurnRequest
+from memoryd.app.turn.tools import SPEC_TOOLS, ToolNames
 from memoryd.config import MemorySettings
 from memoryd.db import Database
 from memoryd.directory import Directory
@@ -93,6 +94,7 @@ class Turn:
     degraded: str | None = None
     dropped: dict[str, int] = field(default_factory=lambda: {"floor": 0, "budget": 0})
     replayed: bool = False
+    tools: ToolNames = SPEC_TOOLS  # how the model sees the memory tool (the tail message names it)
 
     @property
     def system_message(self) -> dict[str, str] | None:
@@ -102,7 +104,7 @@ class Turn:
 
     @property
     def tail_message(self) -> dict[str, str] | None:
-        content = block.tail_content(self.block, self.hint) if self.placement == "tail" else ""
+        content = block.tail_content(self.block, self.hint, self.tools) if self.placement == "tail" else ""
         return {"role": "user", "content": content} if content else None
 
     @property
@@ -143,7 +145,7 @@ class TurnComposer:
             with self.database.read() as conn:
                 delivered = records.deliveries(conn, session.session_id)
             due = [kind for kind in kinds if self._cooled(delivered.get(kind))]
-            return replace(draft, nudges=[nudges.nudge(kind) for kind in due])
+            return replace(draft, nudges=[nudges.nudge(kind, request.tool_names) for kind in due])
         return self._record(session, request, draft, kinds)
 
     def signal(self, session: Session, signal: Signal) -> list[nudges.Nudge]:
@@ -166,7 +168,7 @@ class TurnComposer:
         now_ms = self._now_ms()
         with self.database.write() as conn:
             won = [kind for kind in kinds if records.charge(conn, session.session_id, kind, now_ms, self._cooldown_ms)]
-        return [nudges.nudge(kind) for kind in won]
+        return [nudges.nudge(kind, signal.tool_names) for kind in won]
 
     def receipt(self, session: Session, turn_id: str) -> dict[str, Any] | None:
         """The session's own record of a turn, its block rebuilt from the log and checked against the recorded
@@ -200,7 +202,8 @@ class TurnComposer:
 
     def _draft(self, session: Session, request: TurnRequest) -> tuple[Turn, list[str]]:
         """The turn as composed now (nothing recorded), and the nudge types it may deliver."""
-        empty = Turn(request.turn_id or None, None, 0, True, request.placement, request.system, "", "", [], 0, 0, [])
+        empty = Turn(request.turn_id or None, None, 0, True, request.placement, request.system, "", "", [], 0, 0, [],
+                     tools=request.tool_names)
         k = request.relevance_k or self.settings.relevance_k
         with self.database.snapshot():  # the log's tail for the index and the session's workstream: one transaction
             try:  # first: the index's lock is waited for before the snapshot holds a connection
@@ -233,7 +236,7 @@ class TurnComposer:
         shown = [(candidate, versions[candidate.position]) for candidate in chosen if candidate.position in versions]
         rendered = block.render([memory for _, memory in shown], request.max_chars)
         items = [_item(candidate, memory) for candidate, memory in shown[:rendered.kept]]
-        hint = block.hint(found.in_scope) if request.tool_visible and found.in_scope > 0 else ""
+        hint = block.hint(found.in_scope, request.tool_names) if request.tool_visible and found.in_scope > 0 else ""
         kinds = []
         if self.settings.nudges:
             kind = nudges.for_user_message(request.newest_user_text, self._conversation_length(session, request),
@@ -276,7 +279,7 @@ class TurnComposer:
                 won = [kind for kind in kinds if records.charge(conn, session.session_id, kind, now_ms,
                                                                 self._cooldown_ms)]
                 turn = replace(draft, turn_id=turn_id, turn=number, receipt_id=str(uuid.uuid4()),
-                               nudges=[nudges.nudge(kind) for kind in won])
+                               nudges=[nudges.nudge(kind, request.tool_names) for kind in won])
                 records.record(conn, _receipt(session, request, turn, now))
                 if turn.items:
                     record_access(conn, [item.memory_id for item in turn.items], now)
@@ -303,8 +306,8 @@ class TurnComposer:
         items = [item for item, _ in rendered]
         return Turn(stored.turn_id, stored.turn, stored.position, details["memory_enabled"], details["placement"],
                     request.system, rebuilt, details["hint"], items, details["in_scope"], details["candidates"],
-                    [nudges.nudge(kind) for kind in details["nudges"]], stored.receipt_id, details["degraded"],
-                    details["dropped"], replayed=True)
+                    [nudges.nudge(kind, request.tool_names) for kind in details["nudges"]], stored.receipt_id,
+                    details["degraded"], details["dropped"], replayed=True, tools=request.tool_names)
 
     def _rebuilt(self, details: dict[str, Any]) -> tuple[str, list[tuple[Item, Memory]]]:
         """The block a receipt's items render to, read from the log at the recorded versions (not the
@@ -328,7 +331,8 @@ class TurnComposer:
                 "placement": details["placement"], "memory_enabled": details["memory_enabled"],
                 "tool_visible": details["tool_visible"], "in_scope": details["in_scope"],
                 "candidates": details["candidates"], "items": [item.to_dict() for item in items],
-                "nudges": [nudges.nudge(kind).to_dict() for kind in details["nudges"]],
+                "nudges": [nudges.nudge(kind, ToolNames.parse(details.get("tool_names"))).to_dict()
+                           for kind in details["nudges"]],
                 "degraded": details["degraded"], "dropped": details["dropped"], "block": "" if withheld else rebuilt,
                 "withheld": withheld, "hint": details["hint"], "block_sha256": stored.block_sha256,
                 "block_matches": sha256(rebuilt) == stored.block_sha256, "system_sha256": stored.system_sha256}
@@ -386,7 +390,7 @@ def _receipt(session: Session, request: TurnRequest, turn: Turn, now: str) -> re
                "items": [{"memory_id": item.memory_id, "position": item.position, "score": item.score}
                          for item in turn.items],
                "nudges": [nudge.type for nudge in turn.nudges], "hint": turn.hint, "degraded": turn.degraded,
-               "dropped": turn.dropped}
+               "dropped": turn.dropped, "tool_names": request.tool_names.to_dict()}
     return records.Receipt(turn.receipt_id or "", session.session_id, turn.turn_id or "", turn.turn or 0, now,
                            turn.position, request.fingerprint(), turn.block_sha256,
                            turn.system_sha256, details)

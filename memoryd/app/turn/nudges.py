@@ -22,19 +22,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memoryd.app.turn.tools import SPEC_TOOLS, ToolNames
+
 AFTER_USER, AFTER_TOOL_RESULTS = "after_user", "after_tool_results"
-TEXTS = {
+TEXTS = {  # {search}, {save}, {save_feedback}: the calls, named as the model sees the tool (``tools``)
     "start": "You have memories saved in earlier sessions that may bear on this request. Consider "
-             "memory(action='search') with keywords from it before you start.",
+             "{search} with keywords from it before you start.",
     "correction": "The user may be correcting you or stating a preference. If it should hold in future "
-                  "sessions, save it as a feedback memory (memory action='save', type='feedback').",
+                  "sessions, save it as a feedback memory: {save_feedback}.",
     "completion": "The task may be wrapping up. If this session produced decisions, learnings or preferences "
-                  "worth keeping, save them as memories (memory action='save').",
-    "resume": "This session continues earlier history. Before going on, use memory(action='search') to find "
+                  "worth keeping, save them as memories: {save}.",
+    "resume": "This session continues earlier history. Before going on, use {search} to find "
               "saved preferences, project notes or decisions that apply.",
     "denial": "The user rejected a tool action. If the reason is a lasting preference (for example 'never "
-              "force-push'), save it as a feedback memory (memory action='save', type='feedback').",
-    "tool_error": "A tool returned an error. Before retrying, use memory(action='search'): earlier sessions "
+              "force-push'), save it as a feedback memory: {save_feedback}.",
+    "tool_error": "A tool returned an error. Before retrying, use {search}: earlier sessions "
                   "may have left guidance about this tool or error.",
 }
 
@@ -62,8 +64,10 @@ class Nudge:
         return {"type": self.type, "text": self.text, "deliver": self.deliver}
 
 
-def nudge(kind: str) -> Nudge:
-    return Nudge(kind, TEXTS[kind], AFTER_TOOL_RESULTS if kind in ("denial", "tool_error") else AFTER_USER)
+def nudge(kind: str, tools: ToolNames = SPEC_TOOLS) -> Nudge:
+    text = TEXTS[kind].format(search=tools.call("search"), save=tools.call("save"),
+                              save_feedback=tools.call("save", type="feedback"))
+    return Nudge(kind, text, AFTER_TOOL_RESULTS if kind in ("denial", "tool_error") else AFTER_USER)
 
 
 def is_correction(message: str) -> bool:

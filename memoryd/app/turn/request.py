@@ -10,13 +10,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from memoryd.app.turn.conversation import Message, context_of, messages_from, newest_user_text
+from memoryd.app.turn.tools import SPEC_TOOLS, ToolNames
 from memoryd.errors import ValidationError
 
 PLACEMENTS = ("system", "tail", "none")
 MAX_TURN_ID = 255
 MAX_CHARS = 10_000_000
 FIELDS = ("messages", "query", "system", "placement", "turn_id", "tool_visible", "relevance_k", "max_chars",
-          "min_score", "preview", "min_position")
+          "min_score", "preview", "min_position", "tool_names")
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class TurnRequest:
     min_score: float = 0.0  # a memory must score above 0 and at least this
     preview: bool = False
     min_position: int = 0
+    tool_names: ToolNames = SPEC_TOOLS  # how the model sees the memory tool: what the hint and nudges name
 
     @classmethod
     def parse(cls, body: Mapping[str, Any]) -> TurnRequest:
@@ -59,7 +61,8 @@ class TurnRequest:
             query=query, system=_string(body, "system", ""), placement=placement, turn_id=turn_id,
             tool_visible=_flag(body, "tool_visible", True), relevance_k=_whole(body, "relevance_k", 1),
             max_chars=_whole(body, "max_chars", 1, MAX_CHARS), min_score=_score(body),
-            preview=_flag(body, "preview", False), min_position=_whole(body, "min_position", 0) or 0)
+            preview=_flag(body, "preview", False), min_position=_whole(body, "min_position", 0) or 0,
+            tool_names=ToolNames.parse(body.get("tool_names")))
 
     @property
     def context(self) -> str:
@@ -71,9 +74,12 @@ class TurnRequest:
 
     def fingerprint(self) -> str:
         """What a retry of the same ``turn_id`` must repeat (not the dry-run or consistency switches)."""
-        shape = {"messages": [[message.role, list(message.texts)] for message in self.messages], "query": self.query,
-                 "system": self.system, "placement": self.placement, "tool_visible": self.tool_visible,
-                 "relevance_k": self.relevance_k, "max_chars": self.max_chars, "min_score": self.min_score}
+        shape: dict[str, Any] = {
+            "messages": [[message.role, list(message.texts)] for message in self.messages], "query": self.query,
+            "system": self.system, "placement": self.placement, "tool_visible": self.tool_visible,
+            "relevance_k": self.relevance_k, "max_chars": self.max_chars, "min_score": self.min_score}
+        if self.tool_names.names:  # only when given, so the turns recorded before the field replay as they did
+            shape["tool_names"] = self.tool_names.to_dict()
         return hashlib.sha256(json.dumps(shape, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass"))\
             .hexdigest()
 
@@ -125,12 +131,14 @@ class Signal:
     event: str
     denied: bool = False  # the user rejected a tool call in the batch
     failed: bool = False  # a tool in the batch returned an error
+    tool_names: ToolNames = SPEC_TOOLS  # as in a turn: what the nudges name
 
     @classmethod
     def parse(cls, body: Mapping[str, Any]) -> Signal:
-        unknown = sorted(set(body) - {"event", "results"})
+        unknown = sorted(set(body) - {"event", "results", "tool_names"})
         if unknown:
-            raise ValidationError(f"unknown field: {unknown[0]} (a signal takes event and results)")
+            raise ValidationError(f"unknown field: {unknown[0]} (a signal takes event, results and tool_names)")
+        tool_names = ToolNames.parse(body.get("tool_names"))
         event = body.get("event")
         if event not in SIGNALS:
             raise ValidationError(f"event must be one of {', '.join(SIGNALS)}")
@@ -138,7 +146,7 @@ class Signal:
         if event == "resume":
             if results is not None:
                 raise ValidationError("results go with event tool_results only")
-            return cls(event)
+            return cls(event, tool_names=tool_names)
         if not isinstance(results, list):
             raise ValidationError("results must be a list of {tool, error, denied} objects")
         for number, result in enumerate(results):
@@ -148,4 +156,4 @@ class Signal:
                 raise ValidationError(f"results[{number}].tool must be a string")
         denied = [_flag(result, "denied", False, f"results[{number}].denied") for number, result in enumerate(results)]
         failed = [_flag(result, "error", False, f"results[{number}].error") for number, result in enumerate(results)]
-        return cls(event, any(denied), any(failed))
+        return cls(event, any(denied), any(failed), tool_names)

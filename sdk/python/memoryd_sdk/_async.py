@@ -177,11 +177,15 @@ class AsyncMemorydConsole(_Client):
 
 
 class AsyncSession:
-    """An agent session: its memory tool, its turns, its tool-loop signals and its receipts."""
+    """An agent session: its memory tool, its turns, its tool-loop signals and its receipts.
+
+    ``token`` is the session's own token, what acts as this session and nothing else: hand it to an MCP
+    server or a prompt hook (``MEMORYD_SESSION_TOKEN``). ``info`` is what memoryd answered when it was
+    opened or looked up (None for ``session(session_id, token)``)."""
 
     def __init__(self, parent: AsyncTransport, session_id: str, token: str, info: models.SessionInfo | None = None):
         self._transport = AsyncTransport(parent.client, False, **parent.options(token))
-        self.session_id, self.info = session_id, info
+        self.session_id, self.token, self.info = session_id, token, info
 
     async def describe(self) -> models.SessionInfo:
         """The session as memoryd has it (kind, user, workstream, attached project); never its token."""
@@ -195,11 +199,14 @@ class AsyncSession:
              system: str | None = None, placement: str = "system", turn_id: str | None = None,
              tool_visible: bool = True, relevance_k: int | None = None, max_chars: int | None = None,
              min_score: float | None = None, preview: bool = False, timeout: float = 2.0,
-             fail_open: bool = True) -> models.TurnContext:
+             fail_open: bool = True, tool_names: dict[str, str] | None = None) -> models.TurnContext:
         """What to put in front of the model this turn. With ``fail_open`` an unreachable or failing memoryd
-        gives an empty context (``degraded`` says why) within ``timeout`` instead of raising."""
+        gives an empty context (``degraded`` says why) within ``timeout`` instead of raising. ``tool_names``: the
+        memory tool as the model sees it, which the hint and nudges name (``{"search": "memory_search", ...}``;
+        None: the spec's one ``memory`` tool)."""
         call = calls.turn(self.session_id, calls.turn_body(messages, query, system, placement, turn_id, tool_visible,
-                                                           relevance_k, max_chars, min_score, preview), timeout)
+                                                           relevance_k, max_chars, min_score, preview, tool_names),
+                          timeout)
         try:
             return await self._transport.send(call)
         except (APIConnectionError, MemorydAPIError) as error:
@@ -207,9 +214,11 @@ class AsyncSession:
                 raise
             return calls.failed_turn(call, error)
 
-    async def signal(self, event: str, *, results: list[dict[str, Any]] | None = None) -> list[models.Nudge]:
-        """``resume``, or ``tool_results`` with ``[{"tool", "error", "denied"}]``: the nudges it earns."""
-        answer = await self._transport.send(calls.signal(self.session_id, event, results))
+    async def signal(self, event: str, *, results: list[dict[str, Any]] | None = None,
+               tool_names: dict[str, str] | None = None) -> list[models.Nudge]:
+        """``resume``, or ``tool_results`` with ``[{"tool", "error", "denied"}]``: the nudges it earns (naming the
+        tool as ``tool_names`` says, as in ``turn``)."""
+        answer = await self._transport.send(calls.signal(self.session_id, event, results, tool_names))
         return [models.Nudge.model_validate(nudge) for nudge in answer["nudges"]]
 
     async def receipt(self, turn_id: str) -> models.Receipt:

@@ -13,7 +13,6 @@ from memoryd_sdk import models
 
 T = TypeVar("T")
 _WHITESPACE = re.compile(r"\s+")
-MAX_DESCRIPTION = 512
 
 
 @dataclass(frozen=True)
@@ -56,12 +55,11 @@ def name_path(prefix: str, name: str) -> str:
 
 
 def description_of(description: str) -> str:
-    """Whitespace runs become one space, trimmed; empty or longer than 512 characters is refused here."""
+    """Whitespace runs become one space, trimmed; an empty one is refused here. Nothing else: the server's rule,
+    as its OpenAPI document states it (``SaveMemoryRequest.description``: ``minLength`` 1, no maximum)."""
     cleaned = _WHITESPACE.sub(" ", description or "").strip()
     if not cleaned:
         raise ValueError("memory description is required and must be non-empty")
-    if len(cleaned) > MAX_DESCRIPTION:
-        raise ValueError(f"memory description must be at most {MAX_DESCRIPTION} characters")
     return cleaned
 
 
@@ -218,10 +216,13 @@ def turn(session_id: str, body: dict[str, Any], timeout: float) -> Call[models.T
                 read=True, key=body["turn_id"], timeout=timeout, retries=0)
 
 
-def signal(session_id: str, event: str, results: list[dict[str, Any]] | None) -> Call[Any]:
+def signal(session_id: str, event: str, results: list[dict[str, Any]] | None,
+           tool_names: dict[str, str] | None) -> Call[Any]:
     body: dict[str, Any] = {"event": event}
     if results is not None:
         body["results"] = results
+    if tool_names is not None:
+        body["tool_names"] = tool_names
     # not retried: a lost answer's nudges were already delivered (their cooldown taken), so a retry gets none
     return Call("POST", f"{name_path('/v1/api/sessions', session_id)}/signals", None, json=body, retries=0)
 
@@ -233,10 +234,10 @@ def receipt(session_id: str, turn_id: str) -> Call[models.Receipt]:
 
 def turn_body(messages: list[dict[str, Any]] | None, query: str | None, system: str | None, placement: str,
               turn_id: str | None, tool_visible: bool, relevance_k: int | None, max_chars: int | None,
-              min_score: float | None, preview: bool) -> dict[str, Any]:
+              min_score: float | None, preview: bool, tool_names: dict[str, str] | None) -> dict[str, Any]:
     return {"messages": messages, "query": query, "system": system, "placement": placement, "turn_id": turn_id,
             "tool_visible": tool_visible, "relevance_k": relevance_k, "max_chars": max_chars,
-            "min_score": min_score, "preview": preview}
+            "min_score": min_score, "preview": preview, "tool_names": tool_names}
 
 
 def failed_turn(call: Call[models.TurnContext], error: Exception) -> models.TurnContext:

@@ -25,17 +25,17 @@ export abstract class Client {
       body: { kind: request.kind, workstream_id: request.workstream_id, user_id: request.user_id || null,
               parent_session_id: request.parent_session_id || null },
     });
-    return new Session(this.transport.withToken(info.token), info.session_id, info);
+    return new Session(this.transport.withToken(info.token), info.session_id, info.token, info);
   }
 
   /** A handle on a session opened earlier. */
   session(sessionId: string, token: string): Session {
-    return new Session(this.transport.withToken(token), sessionId);
+    return new Session(this.transport.withToken(token), sessionId, token);
   }
 
   /** A handle on the session a session token acts as (all an MCP server or a hook may hold). */
   async sessionOf(token: string): Promise<Session> {
-    const info = await new Session(this.transport.withToken(token), "").describe();
-    return new Session(this.transport.withToken(token), info.session_id, info);
+    const info = await new Session(this.transport.withToken(token), "", token).describe();
+    return new Session(this.transport.withToken(token), info.session_id, token, info);
   }
 }

@@ -6,7 +6,6 @@ import type { ListMemoriesResponse, MemoryInfo, StatusResponse } from "./types.j
 
 const MEMORIES = "/v1/api/memories";
 const WHITESPACE = /[\u0009-\u000d\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]+/g;
-const MAX_DESCRIPTION = 512;
 
 export interface ScopeOptions {
   scope?: string;
@@ -30,14 +29,14 @@ export interface SearchOptions extends ListOptions {
   query: string;
 }
 
-/** Whitespace runs become one space, trimmed; empty or longer than 512 code points is refused here. */
+/**
+ * Whitespace runs become one space, trimmed; an empty one is refused here. Nothing else: the server's rule, as its
+ * OpenAPI document states it (`SaveMemoryRequest.description`: `minLength` 1, no maximum).
+ */
 export function normalizeMemoryDescription(description: string): string {
   if (typeof description !== "string") throw new TypeError("memory description must be a string");
   const cleaned = description.replace(WHITESPACE, " ").trim();
   if (!cleaned) throw new TypeError("memory description is required and must be non-empty");
-  if ([...cleaned].length > MAX_DESCRIPTION) {
-    throw new TypeError(`memory description must be at most ${MAX_DESCRIPTION} characters`);
-  }
   return cleaned;
 }
 

@@ -2,7 +2,7 @@
 
 import { MemorydAPIError, MemorydConnectionError } from "./errors.js";
 import { namePath, type Transport } from "./transport.js";
-import type { Nudge, Receipt, SessionInfo, ToolResult, TurnContext, TurnRequest } from "./types.js";
+import type { Nudge, Receipt, SessionInfo, ToolNames, ToolResult, TurnContext, TurnRequest } from "./types.js";
 
 export interface ToolCall {
   action: "save" | "get" | "search" | "delete" | "list";
@@ -12,16 +12,21 @@ export interface ToolCall {
 export interface SignalRequest {
   event: "resume" | "tool_results";
   results?: { tool?: string; error?: boolean; denied?: boolean }[];
+  /** As in a turn: the tool names the nudges use. */
+  tool_names?: ToolNames;
 }
 
 export class Session {
   readonly sessionId: string;
+  /** The session's own token: it acts as this session only (hand it to an MCP server or a prompt hook). */
+  readonly token: string;
   readonly info: SessionInfo | undefined;
   private readonly transport: Transport;
 
-  constructor(transport: Transport, sessionId: string, info?: SessionInfo) {
+  constructor(transport: Transport, sessionId: string, token: string, info?: SessionInfo) {
     this.transport = transport;
     this.sessionId = sessionId;
+    this.token = token;
     this.info = info;
   }
 

@@ -81,6 +81,9 @@ export interface ChatMessage {
   content: string | (string | { type: string; text?: string; [key: string]: unknown })[];
 }
 
+/** Each action mapped to the tool the model calls for it, e.g. `{ search: "memory_search", ... }`. */
+export type ToolNames = Partial<Record<"save" | "get" | "search" | "delete" | "list", string>>;
+
 export interface TurnRequest {
   messages?: ChatMessage[];
   query?: string;
@@ -92,6 +95,8 @@ export interface TurnRequest {
   max_chars?: number;
   min_score?: number;
   preview?: boolean;
+  /** The memory tool as the model sees it, which the hint and nudges name (default: the spec's one `memory` tool). */
+  tool_names?: ToolNames;
   /** One attempt within this many milliseconds (default 2000). */
   timeoutMs?: number;
   /** An unreachable or failing memoryd gives an empty context instead of throwing (default true). */

@@ -66,6 +66,23 @@ test("a save normalizes the description, omits a null type and refuses an empty 
   assert.deepEqual(JSON.parse(calls[0].init.body), { name: "n", content: "c", description: "how we deploy", scope: "global" });
   await assert.rejects(server.saveMemory({ name: "n", content: "c", description: " \t " }), TypeError);
   assert.equal(calls.length, 1);
+  await server.saveMemory({ name: "n", content: "c", description: "d".repeat(20000) });  // no maximum: the server has none
+  assert.equal(JSON.parse(calls[1].init.body).description.length, 20000);
+});
+
+test("a session handle carries its own token", async () => {
+  const { fetch } = recording(json(201, { session_id: "s1", token: "mds_opened", kind: "interactive" }));
+  const console_ = new MemorydConsole({ token: "admin", fetch });
+  const opened = await console_.openSession({ kind: "interactive", workstream_id: "w1" });
+  assert.equal(opened.token, "mds_opened");
+  assert.equal(console_.session("s2", "mds_given").token, "mds_given");
+});
+
+test("a turn sends the tool names the model sees", async () => {
+  const { calls, fetch } = recording(json(200, { turn_id: "t", nudges: [] }));
+  const session = new MemorydConsole({ fetch }).session("s1", "mds_x");
+  await session.turn({ query: "q", tool_names: { search: "memory_search" } });
+  assert.deepEqual(JSON.parse(calls[0].init.body).tool_names, { search: "memory_search" });
 });
 
 test("errors carry the status and the server's message", async () => {
