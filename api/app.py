@@ -17,14 +17,14 @@ from sqlalchemy.exc import SQLAlchemyError
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.routing import PathConverter
 
-from api import admin, health, memories, projects, sessions, turns, workstreams
+from api import admin, health, identities, memories, projects, sessions, turns, workstreams
 from api.consistency import waiters_for
 from api.context import metrics
 from api.metrics import Metrics
 from api.openapi import build_openapi
 from api.preconditions import etag
 from memoryd.app.services import Services
-from memoryd.errors import MemorydError, VersionMismatch
+from memoryd.errors import MemorydError, Refused, VersionMismatch
 from memoryd.text import checked_text
 
 access_log = logging.getLogger("memoryd.access")
@@ -52,6 +52,7 @@ def create_app(services: Services) -> Flask:
     app.register_blueprint(memories.blueprint)
     app.register_blueprint(admin.blueprint)
     app.register_blueprint(health.blueprint)
+    app.register_blueprint(identities.blueprint)
     app.register_blueprint(projects.blueprint)
     app.register_blueprint(sessions.blueprint)
     app.register_blueprint(turns.blueprint)
@@ -83,6 +84,8 @@ def _register_error_handlers(app: Flask) -> None:
                 response.headers["ETag"] = etag(exc.current)
             return response, exc.status
         response, status = error(exc.message, exc.status)
+        if isinstance(exc, Refused):  # a known credential refused: why, for the operator to act on
+            response = jsonify({"error": exc.message, "reason": exc.reason})
         if status == 401:
             response.headers["WWW-Authenticate"] = 'Bearer realm="memoryd"'
         return response, status

@@ -40,6 +40,9 @@ class Metrics:
                                 ["route", "method", "status"], registry=self.registry)
         self.latency = Histogram("memoryd_http_request_duration_seconds", "Time to answer an HTTP request.",
                                  ["route", "method"], buckets=LATENCY_BUCKETS, registry=self.registry)
+        self.auth_failures = Counter("memoryd_auth_failures", "Requests refused at authentication, by reason (missing, "
+                                     "invalid token, token revoked, token expired, user deactivated, session closed).",
+                                     ["reason"], registry=self.registry)
         self.turns = Histogram("memoryd_turn_compose_duration_seconds", "Time to compose a turn (in process).",
                                buckets=TURN_BUCKETS, registry=self.registry)
         self._state = ServiceState(services)

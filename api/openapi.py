@@ -9,15 +9,17 @@ from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 from marshmallow import Schema
 
+from api import identity_schemas as ids
 from api import schemas, turn_schemas
 
 _ERRORS = {
     "400": "Invalid input",
-    "401": "Missing or invalid token",
+    "401": "Missing or invalid token; a known one refused says why in `reason` (token revoked, token expired, "
+           "user deactivated, session closed)",
     "403": "Token lacks the scope, permission or ownership needed",
     "404": "Not found",
     "405": "Method not allowed on this path",
-    "409": "Idempotency-Key reused for another request or still in use; a concurrent write won",
+    "409": "Idempotency-Key reused for another request or still in use; a concurrent write won; a user name taken",
     "413": "Request body too large",
     "500": "Storage failure",
     "503": "The read model has not reached X-Min-Position, or a projection is stopped",
@@ -121,6 +123,8 @@ def build_openapi() -> dict[str, Any]:
                           schemas.EventPageSchema, query=schemas.EventsQuery),
     })
     spec.path("/v1/api/admin/projects", operations={
+        "get": _operation("List projects (filters: owner, member, state; paged by id)", ids.ProjectPageSchema,
+                          query=ids.ProjectsQuery),
         "post": _operation("Create a project (201)", schemas.ProjectSchema, body=schemas.CreateProjectRequest,
                            created=True, idempotent=True),
     })
@@ -169,6 +173,8 @@ def build_openapi() -> dict[str, Any]:
                           query=schemas.ReceiptsQuery, path=("session_id",)),
     })
     spec.path("/v1/api/admin/workstreams", operations={
+        "get": _operation("List workstreams (filters: owner, member, project_id; paged by id)",
+                          ids.WorkstreamPageSchema, query=ids.WorkstreamsQuery),
         "post": _operation("Create a workstream", schemas.WorkstreamSchema, body=schemas.CreateWorkstreamRequest,
                            created=True, idempotent=True),
     })
@@ -176,7 +182,47 @@ def build_openapi() -> dict[str, Any]:
         "patch": _operation("Attach or detach a project, or change the persona's memory lever",
                             schemas.WorkstreamSchema, body=schemas.WorkstreamChangeRequest, path=("workstream_id",)),
     })
+    _identities(spec)
     return spec.to_dict()
+
+
+def _identities(spec: APISpec) -> None:
+    """Users, tokens and sessions (docs/identities.md); every change is in the audit trail."""
+    spec.path("/v1/api/admin/users", operations={
+        "get": _operation("List users (filters: state, name; paged by id)", ids.UserPageSchema, query=ids.UsersQuery),
+        "post": _operation("Create a user (a name taken is a 409)", ids.UserSchema, body=ids.CreateUserRequest,
+                           created=True),
+    })
+    spec.path("/v1/api/admin/users/{user_id}", operations={
+        "get": _operation("Get a user", ids.UserSchema, path=("user_id",)),
+    })
+    for action, effect in (("deactivate", "its tokens and sessions are refused at once"),
+                           ("reactivate", "its tokens and sessions work again")):
+        spec.path(f"/v1/api/admin/users/{{user_id}}/{action}", operations={
+            "post": _operation(f"{action.capitalize()} a user: {effect} (optional reason)", ids.UserSchema,
+                               body=ids.ReasonRequest, path=("user_id",)),
+        })
+    spec.path("/v1/api/admin/tokens", operations={
+        "get": _operation("List tokens (never their secret): filters user_id, state; paged by id",
+                          ids.TokenPageSchema, query=ids.TokensQuery),
+        "post": _operation("Create a token; the answer holds its secret, the only time it is shown",
+                           ids.CreatedTokenSchema, body=ids.CreateTokenRequest, created=True),
+    })
+    spec.path("/v1/api/admin/tokens/{token_id}", operations={
+        "delete": _operation("Revoke a token: its next request, to any API process, is a 401 (optional reason)",
+                             ids.TokenSchema, body=ids.ReasonRequest, path=("token_id",)),
+    })
+    spec.path("/v1/api/token", operations={
+        "get": _operation("The caller's own token (the fields a list shows)", ids.TokenSchema),
+    })
+    spec.path("/v1/api/admin/sessions", operations={
+        "get": _operation("List sessions (filters: user_id, workstream_id, state; paged by id)", ids.SessionPageSchema,
+                          query=ids.SessionsQuery),
+    })
+    spec.path("/v1/api/sessions/{session_id}", operations={
+        "delete": _operation("Close a session and a coordinator's children (its own token or an admin)",
+                             ids.ClosedSessionsSchema, body=ids.ReasonRequest, path=("session_id",)),
+    })
 
 
 def _version() -> str:

@@ -349,6 +349,9 @@ class AuditRecordSchema(Schema):
     project_id = fields.String()
     member = fields.String(metadata={"description": "project events: the user whose access changed"})
     access = fields.String(metadata={"description": "that user's access after the change ('' when revoked)"})
+    user_id = fields.String(metadata={"description": "user, token and session events: the user concerned"})
+    token_id = fields.String(metadata={"description": "token events: the token concerned (never its secret)"})
+    reason = fields.String(metadata={"description": "identity events: the reason given, if any"})
 
 
 class AuditPageSchema(Schema):

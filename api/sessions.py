@@ -12,18 +12,24 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar, cast
 
-from flask import Blueprint, Response, g, jsonify
+from flask import Blueprint, Response, g, jsonify, request
 
-from api.context import authorized, bearer_token, json_object, services
+from api.context import admin_caller, authorized, bearer_token, event_metadata, json_object, refused, services
 from api.idempotency import answered_within, idempotent
+from api.identities import session_body
+from api.identity_schemas import ClosedSessionsSchema, ReasonRequest
+from api.responses import respond
 from api.schemas import (
     CreateSessionRequest,
     SessionSchema,
     load,
 )
+from events.types import EventMetadata
 from memoryd.app.tool import ToolResult
-from memoryd.errors import Forbidden, NotFound, Unauthorized
-from memoryd.sessions import Session
+from memoryd.directory import INVALID
+from memoryd.errors import Forbidden, NotFound, Refused
+from memoryd.sessions import TOKEN_PREFIX as SESSION_TOKEN
+from memoryd.sessions import Session, SessionIdle
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -73,6 +79,25 @@ def current_session() -> tuple[Response, int]:
     return jsonify(SessionSchema().dump(body)), 200
 
 
+@blueprint.delete("/v1/api/sessions/<session_id>")
+def close_session(session_id: str) -> tuple[Response, int]:
+    """Close a session (and a coordinator's children): with its own token, or an admin's. Its token is
+    refused from then on; its receipts stay readable by admins."""
+    token = bearer_token()
+    own = _session_from_token() if token.startswith(SESSION_TOKEN) else None
+    if own is not None and own.session_id != session_id:
+        raise Forbidden("this token belongs to another session")
+    if own is not None:
+        metadata = EventMetadata(actor_user_id=own.user_id, surface="rest", client_ip=request.remote_addr or "",
+                                 request_id=g.request_id, session_id=own.session_id, workstream_id=own.workstream_id)
+    else:
+        g.principal = admin_caller()
+        metadata = event_metadata("admin")
+    reason = load(ReasonRequest(), json_object() if request.get_data(cache=True).strip() else {})["reason"]
+    closed = services().identities.close_session(session_id, metadata, reason)
+    return respond(ClosedSessionsSchema(), {"closed": [session_body(session) for session in closed]})
+
+
 @blueprint.post("/v1/api/sessions/<session_id>/memory")
 @session_authorized
 @idempotent(lambda position: _tool_answer(ToolResult.of_event(services().store.event_at(position))))
@@ -85,13 +110,21 @@ def _tool_answer(result: ToolResult) -> tuple[Response, int]:
 
 
 def _session_from_token() -> Session:
+    """The open session the bearer token acts as; a closed (or idle: closed now, and audited) session or a
+    deactivated user is a 401 naming why."""
     token = bearer_token()
-    session = services().sessions.by_token(token) if token else None
-    if session is not None:
-        return session
-    if token and services().directory.authenticate(token) is not None:
-        raise Forbidden("the memory tool takes the session's own token")
-    raise Unauthorized("Unauthorized: missing or invalid token")
+    if not token:
+        refused("missing")
+    try:
+        return services().sessions.verify(token)
+    except SessionIdle as idle:
+        services().identities.close_idle(EventMetadata(actor_user_id="memoryd", surface="rest",
+                                                       request_id=g.request_id), [idle.session_id])
+        refused(idle.reason)
+    except Refused as refusal:
+        if refusal.reason == INVALID and services().directory.authenticate(token) is not None:
+            raise Forbidden("the memory tool takes the session's own token") from None
+        refused(refusal.reason)
 
 
 def _session_body(session: Session) -> dict[str, Any]:

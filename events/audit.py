@@ -11,7 +11,8 @@ from events.store import EventStore
 from events.types import EVENT_CLASSES, ErasedEvent, MemoryEvent, RecordedEvent
 from memoryd.schema import event_type_is, events
 
-AUDITED = tuple(EVENT_CLASSES)  # every event: memory, project and supersede
+AUDITED = tuple(EVENT_CLASSES)  # every event: memory, project, supersede, erasure and identity (user, token, session)
+IDENTITY_PREFIXES = ("user.", "token.", "session.")
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,9 @@ class AuditRecord:
     project_id: str = ""  # project events: which project, whose access, now at which level
     member: str = ""
     access: str = ""
+    user_id: str = ""  # identity events: the user, token and session concerned, and why
+    token_id: str = ""
+    reason: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -74,12 +78,13 @@ def _record(row: Any) -> AuditRecord:
         "memory_id": erased.memory_id if erased else ""}
     project = payload.get("project") or {}
     member = payload.get("member", "")
+    identity = payload if action.startswith(IDENTITY_PREFIXES) else {}
     return AuditRecord(
         position=position,
         action=action,
         actor=metadata.get("actor_user_id", ""),
         memory_id=memory["memory_id"],
-        name=memory["name"] or project.get("name", ""),
+        name=memory["name"] or project.get("name", "") or identity.get("name", ""),
         scope=memory["scope"],
         scope_id=memory["scope_id"],
         type=memory["type"],
@@ -87,11 +92,14 @@ def _record(row: Any) -> AuditRecord:
         client_ip=metadata.get("client_ip", ""),
         request_id=metadata.get("request_id", ""),
         time=recorded_at[:19],
-        session_id=metadata.get("session_id", ""),
+        session_id=identity.get("session_id") or metadata.get("session_id", ""),
         workstream_id=metadata.get("workstream_id", ""),
         project_id=project.get("project_id", ""),
         member=member,
         access=project.get("members", {}).get(member, "") if member else "",
+        user_id=identity.get("user_id", ""),
+        token_id=identity.get("token_id", ""),
+        reason=identity.get("reason", ""),
     )
 
 

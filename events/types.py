@@ -10,7 +10,7 @@ was told.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from memoryd.domain import Memory
@@ -184,11 +184,78 @@ class ErasedEvent:
         return cls(int(erased.get("by", 0)), str(erased.get("memory_id", "")))
 
 
-DomainEvent = MemoryEvent | ProjectEvent | EventSuperseded | MemoriesErased
-EVENT_CLASSES: dict[str, type[MemoryEvent] | type[ProjectEvent] | type[EventSuperseded] | type[MemoriesErased]] = {
+@dataclass(frozen=True)
+class IdentityEvent:
+    """A change in the lifecycle of a user, a token or a session, for the audit trail alone.
+
+    The directory's tables hold the identities (and the credentials); these events record who changed
+    them, when and why, appended in the same transaction as the change (``memoryd/app/identities.py``).
+    No projection applies them. They never hold a secret, a hash or a token's prefix.
+    """
+
+    event_type: ClassVar[str]
+    schema_version: ClassVar[int] = 1
+    user_id: str  # the user concerned (a token's or a session's user; "" for an anonymous session)
+    token_id: str = ""
+    session_id: str = ""
+    name: str = ""  # a user's or a token's name
+    reason: str = ""
+    details: dict[str, Any] = field(default_factory=dict)  # a token's scopes, permissions and expiry; a session's
+
+    def payload(self) -> dict[str, Any]:
+        return {"user_id": self.user_id, "token_id": self.token_id, "session_id": self.session_id,
+                "name": self.name, "reason": self.reason, "details": self.details}
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any]) -> IdentityEvent:
+        return cls(str(payload["user_id"]), str(payload.get("token_id", "")), str(payload.get("session_id", "")),
+                   str(payload.get("name", "")), str(payload.get("reason", "")), dict(payload.get("details") or {}))
+
+    def stream_id(self) -> str:
+        """One stream per identity: ``user:<id>``, ``token:<id>`` or ``session:<id>``."""
+        kind = self.event_type.partition(".")[0]
+        return f"{kind}:{self.session_id or self.token_id or self.user_id}"
+
+
+@dataclass(frozen=True)
+class UserCreated(IdentityEvent):
+    event_type: ClassVar[str] = "user.create"
+
+
+@dataclass(frozen=True)
+class UserDeactivated(IdentityEvent):
+    event_type: ClassVar[str] = "user.deactivate"
+
+
+@dataclass(frozen=True)
+class UserReactivated(IdentityEvent):
+    event_type: ClassVar[str] = "user.reactivate"
+
+
+@dataclass(frozen=True)
+class TokenCreated(IdentityEvent):
+    event_type: ClassVar[str] = "token.create"
+
+
+@dataclass(frozen=True)
+class TokenRevoked(IdentityEvent):
+    event_type: ClassVar[str] = "token.revoke"
+
+
+@dataclass(frozen=True)
+class SessionClosed(IdentityEvent):
+    """A session was closed: by its own token, an admin, the operator, for idleness, or with its coordinator."""
+
+    event_type: ClassVar[str] = "session.close"
+
+
+IDENTITY_EVENTS = (UserCreated, UserDeactivated, UserReactivated, TokenCreated, TokenRevoked, SessionClosed)
+DomainEvent = MemoryEvent | ProjectEvent | EventSuperseded | MemoriesErased | IdentityEvent
+EVENT_CLASSES: dict[str, type[MemoryEvent] | type[ProjectEvent] | type[EventSuperseded] | type[MemoriesErased]
+                    | type[IdentityEvent]] = {
     cls.event_type: cls
     for cls in (MemorySaved, MemoryUpdated, MemoryDeleted, ProjectCreated, ProjectAccessGranted, ProjectAccessRevoked,
-                ProjectArchived, ProjectReactivated, ProjectDeleted, EventSuperseded, MemoriesErased)
+                ProjectArchived, ProjectReactivated, ProjectDeleted, EventSuperseded, MemoriesErased, *IDENTITY_EVENTS)
 }
 
 

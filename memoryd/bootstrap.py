@@ -11,8 +11,10 @@ from commands.bus import CommandBus, Dispatcher
 from commands.handlers import Dependencies
 from events.idempotency import IdempotencyKeys
 from events.store import EventStore
+from events.types import EventMetadata
 from memoryd import migrate
 from memoryd.app.erasure import Erasures
+from memoryd.app.identities import Identities
 from memoryd.app.services import Services
 from memoryd.app.tool import MemoryTool
 from memoryd.app.turn import TurnComposer
@@ -59,8 +61,10 @@ def build_services(config: Config) -> Services:
     tool = MemoryTool(bus, store, database, directory, search, config.memory.max_content)
     turns = TurnComposer(store, database, directory, search, config.memory)
     erasures = Erasures(bus, store, projector, search, config.server.write_wait_ms / 1000)
+    sessions = Sessions(database, directory, config.auth.session_idle_days)
+    identities = Identities(database, store, directory, sessions, dispatcher.appended, config.auth.default_token_days)
     return Services(config, database, store, projector, memory_table, bus, directory, idempotency, redis, queue,
-                    search, Sessions(database, directory), tool, turns, Workstreams(directory, store), erasures)
+                    search, sessions, tool, turns, Workstreams(directory, store), erasures, identities)
 
 
 def analyzer_for(config: Config) -> Analyzer:
@@ -82,7 +86,9 @@ def prepare_database(services: Services, environ: Mapping[str, str] | None = Non
     services.projector.catch_up()
     if services.directory.has_tokens():
         return None
-    admin = services.directory.create_user("admin")
+    first = EventMetadata(actor_user_id="memoryd", surface="cli")  # the first start, before anyone could act
+    admin = services.directory.user_named("admin") or services.identities.create_user("admin", first)
     chosen = environ.get("MEMORYD_ADMIN_TOKEN") or None
-    _, token = services.directory.create_token(admin, list(TOKEN_SCOPES), ADMIN_PERMISSIONS, value=chosen)
+    _, token = services.identities.create_token(admin.user_id, list(TOKEN_SCOPES), ADMIN_PERMISSIONS, first,
+                                                name="admin (first start)", value=chosen, expires_in_days=None)
     return None if chosen else token

@@ -81,12 +81,21 @@ class SearchSettings:
 
 
 @dataclass(frozen=True)
+class AuthSettings:
+    """Lifetimes of credentials (docs/identities.md)."""
+
+    default_token_days: int = 0  # a new token's lifetime when its creator names none; 0: tokens never expire
+    session_idle_days: int = 30  # a session unused this long is closed; 0: never
+
+
+@dataclass(frozen=True)
 class Config:
     memory: MemorySettings = field(default_factory=MemorySettings)
     server: ServerSettings = field(default_factory=ServerSettings)
     storage: StorageSettings = field(default_factory=StorageSettings)
     workers: WorkerSettings = field(default_factory=WorkerSettings)
     search: SearchSettings = field(default_factory=SearchSettings)
+    auth: AuthSettings = field(default_factory=AuthSettings)
 
 
 @dataclass(frozen=True)
@@ -172,9 +181,11 @@ _KEYS = (
     _Key("search", "b", _number(0.0, 1.0)),
     _Key("search", "snapshot_every", _integer(1)),
     _Key("search", "snapshot_dir", _string, "MEMORYD_SNAPSHOT_DIR"),
+    _Key("auth", "default_token_days", _integer(0, 36_500), "MEMORYD_DEFAULT_TOKEN_DAYS"),
+    _Key("auth", "session_idle_days", _integer(0, 36_500), "MEMORYD_SESSION_IDLE_DAYS"),
 )
 _SECTIONS = {"memory": MemorySettings, "server": ServerSettings, "storage": StorageSettings, "workers": WorkerSettings,
-             "search": SearchSettings}
+             "search": SearchSettings, "auth": AuthSettings}
 
 
 def load_config(path: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None) -> Config:

@@ -23,6 +23,15 @@ class Unauthorized(MemorydError):
     status = 401
 
 
+class Refused(Unauthorized):
+    """A credential memoryd knows but will not take now; ``reason`` says why ("token revoked", "token expired",
+    "user deactivated", "session closed"). An unknown one is "invalid token", which reveals nothing."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"Unauthorized: {reason}")
+        self.reason = reason
+
+
 class Forbidden(MemorydError):
     status = 403
 

@@ -120,12 +120,17 @@ projection_checkpoints = Table(
     Column("position", BigInteger, nullable=False),
 )
 
+# Users, tokens and sessions keep their credentials here, never in the log; every change of their lifecycle
+# (create, deactivate, reactivate, revoke, close) is also an audit event appended in the same transaction
+# (memoryd/app/identities.py). A name is unique (migration 0014 renamed older duplicates).
 users = Table(
     "users",
     metadata,
     Column("user_id", String(36), primary_key=True),
     Column("name", Text, nullable=False),
     Column("created", String(19), nullable=False),
+    Column("deactivated_at", String(19), nullable=True),  # None: active
+    Index("uq_users_name", "name", unique=True),
 )
 
 tokens = Table(
@@ -137,6 +142,12 @@ tokens = Table(
     Column("scopes", Text, nullable=False),
     Column("permissions", Text, nullable=False),
     Column("created", String(19), nullable=False),
+    Column("name", Text, nullable=False, server_default=""),
+    Column("prefix", String(8), nullable=False, server_default=""),  # "mdt_" and 4 characters; "" when unknown
+    Column("expires_at", String(19), nullable=True),  # None: never
+    Column("last_used_at", String(19), nullable=True),  # kept to about a minute (memoryd/touches.py)
+    Column("revoked_at", String(19), nullable=True),
+    Index("ix_tokens_user_id", "user_id"),
 )
 
 workstreams = Table(
@@ -163,6 +174,9 @@ sessions = Table(
     Column("token_hash", String(64), nullable=False, unique=True),
     Column("created", String(19), nullable=False),
     Column("turns", Integer, nullable=False, server_default="0"),  # turns recorded so far (the last turn's number)
+    Column("closed_at", String(19), nullable=True),  # None: open
+    Column("last_active_at", String(19), nullable=True),  # kept to about a minute; None: not used since 0014
+    Index("ix_sessions_parent_session_id", "parent_session_id"),
 )
 
 # What each recorded turn put in front of the model: ids, versions, scores and

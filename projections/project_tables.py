@@ -50,3 +50,22 @@ def get_project(conn: Connection, project_id: str) -> Project | None:
                            .where(project_members.c.project_id == project_id)).all()
     data: dict[str, Any] = dict(row._mapping) | {"members": {user_id: access for user_id, access in members}}
     return Project.from_dict(data)
+
+
+def list_projects(conn: Connection, after: str = "", limit: int = 100, owner: str = "", member: str = "",
+                  state: str = "") -> list[Project]:
+    """Projects in id order after ``after`` (paged like the audit list), from the read model (it follows the
+    log; a change is listed once projected)."""
+    query = select(projects.c.project_id)
+    if after:
+        query = query.where(projects.c.project_id > after)
+    if owner:
+        query = query.where(projects.c.owner_user_id == owner)
+    if state:
+        query = query.where(projects.c.state == state)
+    if member:
+        query = query.where(projects.c.project_id.in_(
+            select(project_members.c.project_id).where(project_members.c.user_id == member)))
+    found = [get_project(conn, project_id) for project_id in conn.execute(
+        query.order_by(projects.c.project_id).limit(limit)).scalars()]
+    return [project for project in found if project is not None]

@@ -212,7 +212,7 @@ MakeCaller = Callable[..., Caller]
 
 def _caller_factory(app: Flask, svc: Services) -> MakeCaller:
     def make(scopes: str = "read,write", permissions: tuple[str, ...] = (), user_id: str | None = None) -> Caller:
-        user = user_id or svc.directory.create_user("user")
+        user = user_id or svc.directory.create_user(f"user-{uuid.uuid4().hex[:8]}")
         _, token = svc.directory.create_token(user, scopes.split(","), list(permissions))
         return Caller(user, token, app.test_client())
 

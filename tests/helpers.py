@@ -11,6 +11,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -263,9 +264,9 @@ class LiveServer:
         """A fresh user (and a colleague) with a read/write token: what one SDK run acts as."""
         services = build_services(Config(storage=StorageSettings(database_url=self.database_url)))
         try:
-            user = services.directory.create_user(name)
+            user = services.directory.create_user(f"{name}-{uuid.uuid4().hex[:8]}")  # names are unique
             token = services.directory.create_token(user, ["read", "write"], [])[1]
-            other = services.directory.create_user(f"{name}_colleague")
+            other = services.directory.create_user(f"{name}_colleague-{uuid.uuid4().hex[:8]}")
             return {"user_id": user, "token": token, "colleague_id": other}
         finally:
             services.database.dispose()

@@ -285,6 +285,9 @@ def test_admin_delete_is_audited_as_a_delete_through_the_admin_surface(admin, se
         "project_id": "",
         "member": "",
         "access": "",
+        "user_id": "",
+        "token_id": "",
+        "reason": "",
     }
 
 

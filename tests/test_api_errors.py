@@ -254,6 +254,12 @@ OPERATIONS = {
     ("/v1/api/sessions/{session_id}/turns", "post"), ("/v1/api/sessions/{session_id}/turns/{turn_id}", "get"),
     ("/v1/api/sessions/{session_id}/signals", "post"), ("/v1/api/admin/sessions/{session_id}/turns", "get"),
     ("/v1/api/admin/workstreams", "post"), ("/v1/api/admin/workstreams/{workstream_id}", "patch"),
+    # identities (docs/identities.md)
+    ("/v1/api/admin/users", "get"), ("/v1/api/admin/users", "post"), ("/v1/api/admin/users/{user_id}", "get"),
+    ("/v1/api/admin/users/{user_id}/deactivate", "post"), ("/v1/api/admin/users/{user_id}/reactivate", "post"),
+    ("/v1/api/admin/tokens", "get"), ("/v1/api/admin/tokens", "post"), ("/v1/api/admin/tokens/{token_id}", "delete"),
+    ("/v1/api/token", "get"), ("/v1/api/admin/sessions", "get"), ("/v1/api/sessions/{session_id}", "delete"),
+    ("/v1/api/admin/projects", "get"), ("/v1/api/admin/workstreams", "get"),
 }
 
 

@@ -31,7 +31,7 @@ def records(admin, query=""):
     return response.json["records"]
 
 
-PROJECT_AND_TOOL_FIELDS = ("session_id", "workstream_id", "project_id", "member", "access")
+PROJECT_AND_TOOL_FIELDS = ("session_id", "workstream_id", "project_id", "member", "access", "user_id", "token_id", "reason")
 
 
 def without_position_and_time(record):

@@ -38,3 +38,27 @@ def test_the_search_pages_configuration_is_valid(tmp_path):
     config = load_config(tmp_path / "config.toml", environ={})
     assert (config.search.language, config.search.k1, config.search.b) == ("german", 1.2, 0.5)
     assert analyzer_for(config).language == "german"
+
+
+def test_the_identities_pages_configuration_is_valid(tmp_path):
+    [example] = blocks("identities.md", "toml")
+    (tmp_path / "config.toml").write_text(example)
+    config = load_config(tmp_path / "config.toml", environ={})
+    assert (config.auth.default_token_days, config.auth.session_idle_days) == (0, 30)
+
+
+def test_the_identities_pages_walk_through_runs_against_a_live_server(live_server):
+    """The token's life, as written (the server's address swapped in), in bash with set -e."""
+    import os
+    import subprocess
+    import sys
+
+    walk_through = blocks("identities.md", "sh")[0].replace("http://127.0.0.1:8080", live_server.base_url)
+    bin_dir = os.path.dirname(sys.executable)
+    env = {**os.environ, "ADMIN": live_server.admin_token, "MEMORYD_DATABASE_URL": live_server.database_url,
+           "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    done = subprocess.run(["bash", "-ec", walk_through], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert '"reason": "token revoked"' in done.stdout.replace('"reason":"', '"reason": "')
+    assert '"action": "token.revoke"' in done.stdout.replace('"action":"', '"action": "')
+    assert "laptop stolen" in done.stdout

@@ -72,6 +72,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -1082,7 +1083,7 @@ def part6(shared: Shared) -> None:
     token = args.token
     had_tokens = directory.has_tokens()
     if had_tokens:  # the env token is only adopted for a database without tokens
-        user = directory.create_user("bench")
+        user = directory.create_user(f"bench-{uuid.uuid4().hex[:8]}")  # user names are unique
         _, token = directory.create_token(user, ["read", "write"], [])
     snapshot = services.search.snapshot_position()  # type: ignore[attr-defined]
     port = free_port()

@@ -13,6 +13,7 @@ from commands.bus import CommandBus
 from events.idempotency import IdempotencyKeys
 from events.store import EventStore
 from memoryd.app.erasure import Erasures
+from memoryd.app.identities import Identities
 from memoryd.app.tool import MemoryTool
 from memoryd.app.turn import TurnComposer
 from memoryd.app.workstreams import Workstreams
@@ -47,3 +48,4 @@ class Services:
     turns: TurnComposer
     workstreams: Workstreams
     erasures: Erasures
+    identities: Identities

@@ -18,8 +18,8 @@ def users() -> None:
 @click.argument("name")
 @reported
 def create_user(name: str) -> None:
-    """Create a user; prints the new user id."""
-    click.echo(command_services().directory.create_user(name))
+    """Create a user (names are unique: a name taken fails); prints the new user id."""
+    click.echo(command_services().identities.create_user(name).user_id)
 
 
 @main.group()
@@ -28,13 +28,22 @@ def tokens() -> None:
 
 
 @tokens.command("create")
-@click.option("--user", "user_id", required=True, help="The user the token acts as.")
+@click.option("--user", "user_id", required=True, help="The user the token acts as (its id, or its name).")
 @click.option("--scopes", default="read,write", show_default=True, help="Comma-separated: read, write, service.")
 @click.option("--permission", "permissions", multiple=True, help="Extra permission, e.g. admin.memories (repeatable).")
+@click.option("--name", default="", help="What the token is for (shown in lists).")
+@click.option("--expires-in-days", type=click.IntRange(1, 36_500), default=None,
+              help="Its lifetime (default: [auth] default_token_days; 0 there: never expires).")
 @reported
-def create_token(user_id: str, scopes: str, permissions: tuple[str, ...]) -> None:
-    """Create a token; prints it (only this once)."""
-    _, token = command_services().directory.create_token(user_id, _split(scopes), list(permissions))
+def create_token(user_id: str, scopes: str, permissions: tuple[str, ...], name: str,
+                 expires_in_days: int | None) -> None:
+    """Create a token; prints it (only this once). A lost admin token: make a new one for the admin user
+    with --scopes read,write,service --permission admin.memories (database access is the authority)."""
+    services = command_services()
+    if services.directory.user(user_id) is None and (named := services.directory.user_named(user_id)) is not None:
+        user_id = named.user_id
+    _, token = services.identities.create_token(user_id, _split(scopes), list(permissions), name=name,
+                                                expires_in_days=expires_in_days)
     click.echo(token)
 
 

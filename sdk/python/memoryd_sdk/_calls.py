@@ -200,6 +200,73 @@ def session_turns(session_id: str, after: int, limit: int) -> Call[models.Receip
                 {"after": after, "limit": limit})
 
 
+# -- identities: users, tokens, sessions; the project and workstream lists ---------------------
+
+
+def current_token() -> Call[models.TokenInfo]:
+    return Call("GET", "/v1/api/token", models.TokenInfo)
+
+
+def _reason(reason: str) -> dict[str, str] | None:
+    return {"reason": reason} if reason else None
+
+
+def _listing(after: str, limit: int, **filters: str) -> dict[str, Any]:
+    return _given(**filters, after=after) | {"limit": limit}
+
+
+def list_users(state: str, name: str, after: str, limit: int) -> Call[models.UserPage]:
+    return Call("GET", "/v1/api/admin/users", models.UserPage, _listing(after, limit, state=state, name=name))
+
+
+def create_user(name: str) -> Call[models.UserInfo]:
+    return Call("POST", "/v1/api/admin/users", models.UserInfo, json={"name": name})
+
+
+def get_user(user_id: str) -> Call[models.UserInfo]:
+    return Call("GET", name_path("/v1/api/admin/users", user_id), models.UserInfo)
+
+
+def user_state(user_id: str, action: str, reason: str) -> Call[models.UserInfo]:
+    return Call("POST", f"{name_path('/v1/api/admin/users', user_id)}/{action}", models.UserInfo,
+                json=_reason(reason))
+
+
+def list_tokens(user_id: str, state: str, after: str, limit: int) -> Call[models.TokenPage]:
+    return Call("GET", "/v1/api/admin/tokens", models.TokenPage, _listing(after, limit, user_id=user_id, state=state))
+
+
+def create_token(user_id: str, scopes: list[str], permissions: list[str], name: str, expires_at: str | None,
+                 expires_in_days: int | None) -> Call[models.CreatedToken]:
+    body: dict[str, Any] = {"user_id": user_id, "scopes": scopes, "permissions": permissions, "name": name}
+    body |= {key: value for key, value in (("expires_at", expires_at), ("expires_in_days", expires_in_days))
+             if value is not None}
+    return Call("POST", "/v1/api/admin/tokens", models.CreatedToken, json=body)
+
+
+def revoke_token(token_id: str, reason: str) -> Call[models.TokenInfo]:
+    return Call("DELETE", name_path("/v1/api/admin/tokens", token_id), models.TokenInfo, json=_reason(reason))
+
+
+def list_sessions(user_id: str, workstream_id: str, state: str, after: str, limit: int) -> Call[models.SessionPage]:
+    return Call("GET", "/v1/api/admin/sessions", models.SessionPage,
+                _listing(after, limit, user_id=user_id, workstream_id=workstream_id, state=state))
+
+
+def close_session(session_id: str, reason: str) -> Call[models.ClosedSessions]:
+    return Call("DELETE", name_path("/v1/api/sessions", session_id), models.ClosedSessions, json=_reason(reason))
+
+
+def list_projects(owner: str, member: str, state: str, after: str, limit: int) -> Call[models.ProjectPage]:
+    return Call("GET", "/v1/api/admin/projects", models.ProjectPage,
+                _listing(after, limit, owner=owner, member=member, state=state))
+
+
+def list_workstreams(owner: str, member: str, project_id: str, after: str, limit: int) -> Call[models.WorkstreamPage]:
+    return Call("GET", "/v1/api/admin/workstreams", models.WorkstreamPage,
+                _listing(after, limit, owner=owner, member=member, project_id=project_id))
+
+
 # -- a session ---------------------------------------------------------------------------------
 
 

@@ -41,6 +41,10 @@ class _Client:
         info = Session(self._transport, "", token).describe()
         return Session(self._transport, info.session_id, token, info)
 
+    def current_token(self) -> models.TokenInfo:
+        """The caller's own token as a list shows it (its user, scopes, expiry; never its secret)."""
+        return self._transport.send(calls.current_token())
+
     def close(self) -> None:
         self._transport.close()
 
@@ -171,6 +175,60 @@ class MemorydConsole(_Client):
     def session_turns(self, session_id: str, *, after: int = 0, limit: int = 50) -> models.ReceiptPage:
         """A session's turn receipts in turn order, after turn ``after``."""
         return self._transport.send(calls.session_turns(session_id, after, limit))
+
+    def list_projects(self, *, owner: str = "", member: str = "", state: str = "", after: str = "",
+                      limit: int = 100) -> models.ProjectPage:
+        """Projects by id, a page at a time (pass ``next_after`` as ``after``); ``state``: active or archived."""
+        return self._transport.send(calls.list_projects(owner, member, state, after, limit))
+
+    def list_workstreams(self, *, owner: str = "", member: str = "", project_id: str = "", after: str = "",
+                         limit: int = 100) -> models.WorkstreamPage:
+        """Workstreams by id, a page at a time; ``member``: attached to a project this user is in."""
+        return self._transport.send(calls.list_workstreams(owner, member, project_id, after, limit))
+
+    def list_users(self, *, state: str = "", name: str = "", after: str = "", limit: int = 100) -> models.UserPage:
+        """Users by id, a page at a time; ``state``: active or deactivated."""
+        return self._transport.send(calls.list_users(state, name, after, limit))
+
+    def create_user(self, name: str) -> models.UserInfo:
+        """A new user (a name taken is a ``ConflictError``)."""
+        return self._transport.send(calls.create_user(name))
+
+    def get_user(self, user_id: str) -> models.UserInfo:
+        return self._transport.send(calls.get_user(user_id))
+
+    def deactivate_user(self, user_id: str, *, reason: str = "") -> models.UserInfo:
+        """The user's tokens and sessions are refused at once (``reason`` goes in the audit trail)."""
+        return self._transport.send(calls.user_state(user_id, "deactivate", reason))
+
+    def reactivate_user(self, user_id: str, *, reason: str = "") -> models.UserInfo:
+        """The user's tokens and sessions work again."""
+        return self._transport.send(calls.user_state(user_id, "reactivate", reason))
+
+    def list_tokens(self, *, user_id: str = "", state: str = "", after: str = "",
+                    limit: int = 100) -> models.TokenPage:
+        """Tokens by id (never their secret), a page at a time; ``state``: active, revoked or expired."""
+        return self._transport.send(calls.list_tokens(user_id, state, after, limit))
+
+    def create_token(self, user_id: str, scopes: list[str], *, permissions: list[str] | None = None, name: str = "",
+                     expires_at: str | None = None, expires_in_days: int | None = None) -> models.CreatedToken:
+        """A new token for a user; its secret (``token``) is in this answer only. Without ``expires_at`` or
+        ``expires_in_days`` it expires as the server's ``[auth] default_token_days`` says."""
+        return self._transport.send(calls.create_token(user_id, scopes, list(permissions or []), name, expires_at,
+                                                       expires_in_days))
+
+    def revoke_token(self, token_id: str, *, reason: str = "") -> models.TokenInfo:
+        """Revoke a token: its next request, to any memoryd process, is refused."""
+        return self._transport.send(calls.revoke_token(token_id, reason))
+
+    def list_sessions(self, *, user_id: str = "", workstream_id: str = "", state: str = "", after: str = "",
+                      limit: int = 100) -> models.SessionPage:
+        """Sessions by id (never their token), a page at a time; ``state``: open or closed."""
+        return self._transport.send(calls.list_sessions(user_id, workstream_id, state, after, limit))
+
+    def close_session(self, session_id: str, *, reason: str = "") -> models.ClosedSessions:
+        """Close a session and a coordinator's children: their tokens are refused from then on."""
+        return self._transport.send(calls.close_session(session_id, reason))
 
 
 class Session:

@@ -249,3 +249,75 @@ class MemoryVersion(Model):
 class MemoryHistory(Model):
     memory_id: str
     versions: list[MemoryVersion]
+
+
+class UserInfo(Model):
+    user_id: str
+    name: str
+    created: str = ""
+    active: bool = True
+    deactivated_at: str | None = None
+
+
+class UserPage(Model):
+    users: list[UserInfo]
+    next_after: str = ""
+
+
+class TokenInfo(Model):
+    """A token as a list shows it: never its secret (``prefix`` tells tokens apart)."""
+
+    token_id: str
+    prefix: str = ""
+    name: str = ""
+    user_id: str
+    scopes: list[str] = []
+    permissions: list[str] = []
+    created: str = ""
+    expires_at: str | None = None
+    last_used_at: str | None = None
+    revoked_at: str | None = None
+
+
+class CreatedToken(TokenInfo):
+    """A token just created: ``token`` is its secret, shown only in this answer."""
+
+    token: str
+
+
+class TokenPage(Model):
+    tokens: list[TokenInfo]
+    next_after: str = ""
+
+
+class SessionRecord(Model):
+    """A session as an admin's list shows it (never its token)."""
+
+    session_id: str
+    kind: str
+    user_id: str | None = None
+    workstream_id: str
+    parent_session_id: str | None = None
+    created: str = ""
+    state: str = "open"
+    closed_at: str | None = None
+    last_active_at: str | None = None
+
+
+class SessionPage(Model):
+    sessions: list[SessionRecord]
+    next_after: str = ""
+
+
+class ClosedSessions(Model):
+    closed: list[SessionRecord]  # closed by this request: the session, then its children
+
+
+class ProjectPage(Model):
+    projects: list[ProjectInfo]
+    next_after: str = ""
+
+
+class WorkstreamPage(Model):
+    workstreams: list[WorkstreamInfo]
+    next_after: str = ""

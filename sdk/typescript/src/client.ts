@@ -2,7 +2,7 @@
 
 import { Session } from "./session.js";
 import { Transport, type ClientOptions } from "./transport.js";
-import type { SessionInfo } from "./types.js";
+import type { SessionInfo, TokenInfo } from "./types.js";
 
 export interface OpenSessionRequest {
   kind: "interactive" | "coordinator";
@@ -26,6 +26,11 @@ export abstract class Client {
               parent_session_id: request.parent_session_id || null },
     });
     return new Session(this.transport.withToken(info.token), info.session_id, info.token, info);
+  }
+
+  /** The caller's own token as a list shows it (its user, scopes, expiry; never its secret). */
+  currentToken(): Promise<TokenInfo> {
+    return this.transport.send({ method: "GET", path: "/v1/api/token" });
   }
 
   /** A handle on a session opened earlier. */

@@ -4,8 +4,9 @@ import { Client } from "./client.js";
 import { given, namePath } from "./transport.js";
 import type { ListOptions } from "./server.js";
 import type {
-  AuditPage, AuditRecord, ErasureCertificate, EventPage, ListMemoriesResponse, LoggedEvent, MemoryHistory, MemoryInfo,
-  ProjectInfo, ReceiptPage, StatusResponse, WorkstreamInfo,
+  AuditPage, AuditRecord, ClosedSessions, CreatedToken, ErasureCertificate, EventPage, ListMemoriesResponse, LoggedEvent,
+  MemoryHistory, MemoryInfo, ProjectInfo, ProjectPage, ReceiptPage, SessionPage, StatusResponse, TokenInfo, TokenPage,
+  UserInfo, UserPage, WorkstreamInfo, WorkstreamPage,
 } from "./types.js";
 
 const ADMIN = "/v1/api/admin";
@@ -62,6 +63,70 @@ export interface WorkstreamChange {
   /** A project id attaches it, null detaches; leave it out to keep the attachment. */
   project_id?: string | null;
   memory?: boolean;
+}
+
+/** A list's paging: pass the previous page's `next_after` as `after` ('' or left out: the first page). */
+export interface PageOptions {
+  after?: string;
+  /** Default 100, at most 1000. */
+  limit?: number;
+}
+
+export interface ProjectListOptions extends PageOptions {
+  owner?: string;
+  member?: string;
+  state?: "active" | "archived";
+}
+
+export interface WorkstreamListOptions extends PageOptions {
+  owner?: string;
+  /** Attached to a project this user is in. */
+  member?: string;
+  project_id?: string;
+}
+
+export interface UserListOptions extends PageOptions {
+  state?: "active" | "deactivated";
+  name?: string;
+}
+
+export interface TokenListOptions extends PageOptions {
+  user_id?: string;
+  state?: "active" | "revoked" | "expired";
+}
+
+export interface SessionListOptions extends PageOptions {
+  user_id?: string;
+  workstream_id?: string;
+  state?: "open" | "closed";
+}
+
+export interface CreateTokenRequest {
+  user_id: string;
+  /** Some of read, write (implies read), service (implies write). */
+  scopes: string[];
+  permissions?: string[];
+  /** What the token is for. */
+  name?: string;
+  /** ISO 8601; not with `expires_in_days`. Neither: the server's `[auth] default_token_days`. */
+  expires_at?: string;
+  expires_in_days?: number;
+}
+
+export interface ReasonOptions {
+  /** Why (kept in the audit trail); optional. */
+  reason?: string;
+}
+
+/** A list's query: its filters left out when empty, then `after` and `limit`. */
+function paged(options: PageOptions & Record<string, string | number | undefined>): Record<string, string | number> {
+  const { after, limit, ...filters } = options;
+  return { ...given({ ...filters, after }), limit: limit ?? 100 };
+}
+
+/** A `reason` body, or none. */
+function reasoned(options: ReasonOptions): { reason: string } | undefined {
+  return options.reason ? { reason: options.reason } : undefined;
 }
 
 /** `as_of` as the wire takes it: a position or a time, as text (a `Date` in ISO 8601, UTC). */
@@ -208,6 +273,73 @@ export class MemorydConsole extends Client {
       method: "GET", path: `${namePath(`${ADMIN}/sessions`, sessionId)}/turns`,
       query: { after: options.after ?? 0, limit: options.limit ?? 50 },
     });
+  }
+
+  /** Projects by id, a page at a time (pass `next_after` as `after`). */
+  listProjects(options: ProjectListOptions = {}): Promise<ProjectPage> {
+    return this.transport.send({ method: "GET", path: `${ADMIN}/projects`, query: paged({ ...options }) });
+  }
+
+  /** Workstreams by id, a page at a time. */
+  listWorkstreams(options: WorkstreamListOptions = {}): Promise<WorkstreamPage> {
+    return this.transport.send({ method: "GET", path: `${ADMIN}/workstreams`, query: paged({ ...options }) });
+  }
+
+  /** Users by id, a page at a time. */
+  listUsers(options: UserListOptions = {}): Promise<UserPage> {
+    return this.transport.send({ method: "GET", path: `${ADMIN}/users`, query: paged({ ...options }) });
+  }
+
+  /** A new user (a name taken is a 409). */
+  createUser(request: { name: string }): Promise<UserInfo> {
+    return this.transport.send({ method: "POST", path: `${ADMIN}/users`, body: { name: request.name } });
+  }
+
+  getUser(userId: string): Promise<UserInfo> {
+    return this.transport.send({ method: "GET", path: namePath(`${ADMIN}/users`, userId) });
+  }
+
+  /** The user's tokens and sessions are refused at once. */
+  deactivateUser(userId: string, options: ReasonOptions = {}): Promise<UserInfo> {
+    return this.transport.send({
+      method: "POST", path: `${namePath(`${ADMIN}/users`, userId)}/deactivate`, body: reasoned(options),
+    });
+  }
+
+  /** The user's tokens and sessions work again. */
+  reactivateUser(userId: string, options: ReasonOptions = {}): Promise<UserInfo> {
+    return this.transport.send({
+      method: "POST", path: `${namePath(`${ADMIN}/users`, userId)}/reactivate`, body: reasoned(options),
+    });
+  }
+
+  /** Tokens by id (never their secret), a page at a time. */
+  listTokens(options: TokenListOptions = {}): Promise<TokenPage> {
+    return this.transport.send({ method: "GET", path: `${ADMIN}/tokens`, query: paged({ ...options }) });
+  }
+
+  /** A new token for a user; its secret (`token`) is in this answer only. */
+  createToken(request: CreateTokenRequest): Promise<CreatedToken> {
+    return this.transport.send({
+      method: "POST", path: `${ADMIN}/tokens`, // expires_* left out are undefined: JSON leaves them out too
+      body: { user_id: request.user_id, scopes: request.scopes, permissions: request.permissions ?? [],
+              name: request.name ?? "", expires_at: request.expires_at, expires_in_days: request.expires_in_days },
+    });
+  }
+
+  /** Revoke a token: its next request, to any memoryd process, is refused. */
+  revokeToken(tokenId: string, options: ReasonOptions = {}): Promise<TokenInfo> {
+    return this.transport.send({ method: "DELETE", path: namePath(`${ADMIN}/tokens`, tokenId), body: reasoned(options) });
+  }
+
+  /** Sessions by id (never their token), a page at a time. */
+  listSessions(options: SessionListOptions = {}): Promise<SessionPage> {
+    return this.transport.send({ method: "GET", path: `${ADMIN}/sessions`, query: paged({ ...options }) });
+  }
+
+  /** Close a session and a coordinator's children: their tokens are refused from then on. */
+  closeSession(sessionId: string, options: ReasonOptions = {}): Promise<ClosedSessions> {
+    return this.transport.send({ method: "DELETE", path: namePath("/v1/api/sessions", sessionId), body: reasoned(options) });
   }
 
   private member(projectId: string, userId: string): string {

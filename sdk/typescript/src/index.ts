@@ -5,8 +5,9 @@
 
 export { MemorydConsole } from "./console.js";
 export type {
-  AdminListOptions, AdminSearchOptions, AsOfOptions, AuditOptions, CreateWorkstreamRequest, EraseOptions, EventsOptions,
-  WorkstreamChange,
+  AdminListOptions, AdminSearchOptions, AsOfOptions, AuditOptions, CreateTokenRequest, CreateWorkstreamRequest, EraseOptions,
+  EventsOptions, PageOptions, ProjectListOptions, ReasonOptions, SessionListOptions, TokenListOptions, UserListOptions,
+  WorkstreamChange, WorkstreamListOptions,
 } from "./console.js";
 export type { OpenSessionRequest } from "./client.js";
 export { MemorydAPIError, MemorydConnectionError } from "./errors.js";

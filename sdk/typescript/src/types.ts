@@ -232,3 +232,73 @@ export interface MemoryHistory {
   memory_id: string;
   versions: MemoryVersion[];
 }
+
+export interface UserInfo {
+  user_id: string;
+  name: string;
+  created: string;
+  active: boolean;
+  deactivated_at: string | null;
+}
+
+export interface UserPage {
+  users: UserInfo[];
+  next_after: string;
+}
+
+/** A token as a list shows it: never its secret (`prefix` tells tokens apart). */
+export interface TokenInfo {
+  token_id: string;
+  prefix: string;
+  name: string;
+  user_id: string;
+  scopes: string[];
+  permissions: string[];
+  created: string;
+  expires_at: string | null;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+/** A token just created: `token` is its secret, shown only in this answer. */
+export interface CreatedToken extends TokenInfo {
+  token: string;
+}
+
+export interface TokenPage {
+  tokens: TokenInfo[];
+  next_after: string;
+}
+
+/** A session as an admin's list shows it (never its token). */
+export interface SessionRecord {
+  session_id: string;
+  kind: string;
+  user_id: string | null;
+  workstream_id: string;
+  parent_session_id: string | null;
+  created: string;
+  state: "open" | "closed";
+  closed_at: string | null;
+  last_active_at: string | null;
+}
+
+export interface SessionPage {
+  sessions: SessionRecord[];
+  next_after: string;
+}
+
+/** Closed by one request: the session, then its children. */
+export interface ClosedSessions {
+  closed: SessionRecord[];
+}
+
+export interface ProjectPage {
+  projects: ProjectInfo[];
+  next_after: string;
+}
+
+export interface WorkstreamPage {
+  workstreams: WorkstreamInfo[];
+  next_after: string;
+}
