@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,7 @@ class Database:
         self._writer = self.engine.execution_options(sqlite_begin="IMMEDIATE")
         self._snapshot = threading.local()
         self._unit = threading.local()
+        self._drains: list[Callable[[], None]] = []
 
     @property
     def dialect(self) -> str:
@@ -155,7 +156,14 @@ class Database:
             finally:
                 self._unit.conn = None
 
+    def before_dispose(self, drain: Callable[[], None]) -> None:
+        """Run ``drain`` first when this database is disposed (a writer thread's last writes, say), so
+        nothing opens a connection on the engine after its pool is closed."""
+        self._drains.append(drain)
+
     def dispose(self) -> None:
+        for drain in self._drains:
+            drain()
         self.engine.dispose()
 
 

@@ -32,6 +32,7 @@ class Touches:
         self._handed: dict[tuple[str, str], float] = {}  # (table, id) -> monotonic time handed over
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        database.before_dispose(self.flush)
 
     def note(self, table: Table, row_id: str, marked: str | None, now: str) -> None:
         """The row ``row_id`` of ``table`` (marked at ``marked``) was used ``now``: mark it if stale."""
