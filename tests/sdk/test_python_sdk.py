@@ -8,6 +8,7 @@ read-your-writes positions, and a turn that fails open within its timeout.
 from __future__ import annotations
 
 import inspect
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -266,7 +267,11 @@ def test_a_save_then_a_list_finds_it_while_workers_lag(built_postgres, redis_url
                 assert f"note_{number}" in [m.name for m in server.list_memories(limit=200)]
     finally:
         worker.terminate()
-        worker.wait(10)
+        try:
+            worker.wait(30)
+        except subprocess.TimeoutExpired:  # a loaded machine: stop it hard rather than leave it running
+            worker.kill()
+            worker.wait()
 
 
 def test_a_session_runs_the_tool_turns_signals_and_receipts(app, tokens, services):
