@@ -7,11 +7,12 @@ from typing import Any
 from flask import Blueprint, Response, request
 
 from api.access import public_filter, public_namespace
+from api.batch_schemas import load_writes
 from api.consistency import after_position
 from api.context import authorized, caller, json_object, services, writing
 from api.idempotency import idempotent
 from api.preconditions import expected_version, tagged
-from api.responses import deleted_memory, memory_list, outcome_at, respond, written_memory
+from api.responses import batch_at, deleted_memory, memory_list, outcome_at, respond, written_batch, written_memory
 from api.schemas import (
     ListMemoriesQuery,
     MemorySchema,
@@ -22,7 +23,7 @@ from api.schemas import (
 )
 from commands.model import DeleteMemory, SaveMemory
 from memoryd.domain import REST_MAX_CONTENT, clean_name
-from memoryd.errors import NotFound
+from memoryd.errors import MemorydError, NotFound
 from projections.filters import MemoryFilter
 from projections.queries import find_memory, list_memories
 
@@ -53,6 +54,30 @@ def save() -> tuple[Response, int]:
         expected_version=expected_version(),
     )
     return written_memory(services().bus.handle(command, *writing("rest")))
+
+
+@blueprint.post("/batch")
+@authorized("write")
+@idempotent(batch_at)
+def write_batch() -> tuple[Response, int]:
+    """Saves and deletes in order, in one transaction: all of them or none (a refusal names the write)."""
+    writes = load_writes(json_object())
+    commands = [_write_command(index, write) for index, write in enumerate(writes)]
+    return written_batch(commands, services().bus.write_many(commands, *writing("rest")))
+
+
+def _write_command(index: int, write: dict[str, Any]) -> SaveMemory | DeleteMemory:
+    try:
+        namespace = public_namespace(caller(), write["scope"], write["scope_id"], services().directory)
+        if write["action"] == "delete":
+            return DeleteMemory(clean_name(write["name"]), namespace, write["expected_version"], write["missing_ok"])
+        return SaveMemory.validated(name=write["name"], content=write["content"], description=write["description"],
+                                    type=write["type"], max_content=REST_MAX_CONTENT,
+                                    resolve_namespace=lambda: namespace, expected_version=write["expected_version"])
+    except MemorydError as error:
+        error.message = f"writes[{index}]: {error.message}"
+        error.args = (error.message,)
+        raise
 
 
 @blueprint.post("/search")

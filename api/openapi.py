@@ -9,8 +9,8 @@ from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 from marshmallow import Schema
 
+from api import batch_schemas, schemas, turn_schemas
 from api import identity_schemas as ids
-from api import schemas, turn_schemas
 
 _ERRORS = {
     "400": "Invalid input",
@@ -76,8 +76,13 @@ def build_openapi() -> dict[str, Any]:
                            body=schemas.SaveMemoryRequest, created=True, idempotent=True, conditional=True),
     })
     spec.path("/v1/api/memories/search", operations={
-        "post": _operation("Search memories by BM25 relevance", schemas.MemoryListSchema, body=schemas.SearchMemoriesRequest,
-                           waits=True),
+        "post": _operation("Search memories by BM25 relevance (each hit with its score)", schemas.SearchListSchema,
+                           body=schemas.SearchMemoriesRequest, waits=True),
+    })
+    spec.path("/v1/api/memories/batch", operations={
+        "post": _operation("Save and delete memories in order, all or none: one transaction, one append (a refusal "
+                           "names the write, as writes[2])", batch_schemas.WriteMemoriesSchema,
+                           body=batch_schemas.WriteMemoriesRequest, idempotent=True),
     })
     spec.path("/v1/api/memories/{name}", operations={
         "get": _operation("Get a memory by name and scope (global by default)", schemas.MemorySchema,
@@ -90,7 +95,7 @@ def build_openapi() -> dict[str, Any]:
                           waits=True),
     })
     spec.path("/v1/api/admin/memories/search", operations={
-        "get": _operation("Search memories across every scope", schemas.MemoryListSchema, query=schemas.AdminSearchQuery,
+        "get": _operation("Search memories across every scope", schemas.SearchListSchema, query=schemas.AdminSearchQuery,
                           waits=True),
     })
     spec.path("/v1/api/admin/memories/{memory_id}", operations={

@@ -248,6 +248,15 @@ class MemoryListSchema(Schema):
     total = fields.Integer()
 
 
+class SearchHitSchema(MemorySchema):
+    score = fields.Float(metadata={"description": "the BM25 score this search gave the memory: higher ranks first"})
+
+
+class SearchListSchema(Schema):
+    memories = fields.List(fields.Nested(SearchHitSchema))
+    total = fields.Integer()
+
+
 class DeletedSchema(Schema):
     status = fields.String(metadata={"example": "ok"})
     name = fields.String()

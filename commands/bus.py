@@ -14,10 +14,12 @@ from commands.erasure import EraseMemories, ErasureOutcome, erase_memories
 from commands.handlers import (
     Dependencies,
     Outcome,
+    Write,
     delete_memory,
     delete_memory_by_id,
     save_many,
     save_memory,
+    write_many,
 )
 from commands.model import DeleteMemory, DeleteMemoryById, OneMemoryCommand, SaveMemory
 from commands.projects import (
@@ -144,6 +146,17 @@ class CommandBus:
             self.dispatcher.appended(outcomes[-1].position, projected)
         return outcomes
 
+    def write_many(self, commands: list[Write], metadata: EventMetadata,
+                   claim: IdempotencyClaim | None = None) -> list[Outcome | None]:
+        """Save and delete a batch in one transaction, all or none (``handlers.write_many``); with ``claim``, its
+        key is taken with the append."""
+        take_key = (lambda conn, position: self.keys.claim(conn, claim, position)) if claim else None
+        outcomes, projected = self._in_one_transaction(
+            lambda: write_many(commands, metadata, self.deps, take_key), _last_position)
+        if (position := _last_position(outcomes)) is not None:
+            self.dispatcher.appended(position, projected)
+        return outcomes
+
     def _in_one_transaction(self, run: Callable[[], R], position_of: Callable[[R], int | None],
                             reading: str | None = None) -> tuple[R, bool]:
         """``run`` and the in-process projection in one transaction (and whether that projected it); when
@@ -185,3 +198,7 @@ class CommandBus:
             raise
         except Exception as error:
             raise _ProjectAfterCommit(position) from error
+
+
+def _last_position(outcomes: list[Outcome | None]) -> int | None:
+    return max((outcome.position for outcome in outcomes if outcome is not None), default=None)

@@ -30,7 +30,7 @@ from events.types import (
     memory_stream_id,
 )
 from memoryd.domain import DEFAULT_TYPE, Memory, Namespace, utc_timestamp
-from memoryd.errors import NotFound, VersionMismatch
+from memoryd.errors import MemorydError, NotFound, VersionMismatch
 
 Claim = Callable[[Connection, int], None] | None  # runs in the append's transaction (idempotency keys)
 
@@ -182,3 +182,48 @@ def save_many(commands: list[SaveMemory], metadata: EventMetadata, deps: Depende
     positions = deps.store.append_many(appends, metadata)
     return [Outcome(event.memory, new, position, version)
             for (_, version, event), new, position in zip(appends, created, positions)]
+
+
+Write = SaveMemory | DeleteMemory
+
+
+def write_many(commands: list[Write], metadata: EventMetadata, deps: Dependencies,
+               claim: Claim = None) -> list[Outcome | None]:
+    """Save and delete a batch: each decided on the state the writes before it left, appended together, all or
+    none. None for a delete that found nothing and was told that is fine (``missing_ok``); a refusal names the
+    write (``writes[2]: ...``)."""
+    streams = [command.stream_id for command in commands]
+    latest = deps.store.last_events(set(streams))
+    versions = {stream: (event.stream_version if event else 0) for stream, event in latest.items()}
+    state = {stream: current_memory(event) for stream, event in latest.items()}
+    appends: list[tuple[str, int, MemoryEvent]] = []
+    decided: list[int | None] = []  # each write's row in appends
+    for index, (command, stream) in enumerate(zip(commands, streams)):
+        try:
+            event = _decide_write(command, state[stream], versions[stream], deps)
+        except MemorydError as error:
+            error.message = f"writes[{index}]: {error.message}"
+            error.args = (error.message,)
+            raise
+        if event is None:
+            decided.append(None)
+            continue
+        state[stream] = None if isinstance(event, MemoryDeleted) else event.memory
+        versions[stream] += 1
+        decided.append(len(appends))
+        appends.append((stream, versions[stream], event))
+    positions = deps.store.append_many(appends, metadata, claim) if appends else []
+    return [None if row is None else Outcome(appends[row][2].memory, isinstance(appends[row][2], MemorySaved),
+                                             positions[row], appends[row][1]) for row in decided]
+
+
+def _decide_write(command: Write, current: Memory | None, version: int, deps: Dependencies) -> MemoryEvent | None:
+    if command.expected_version is not None and (current is None or version != command.expected_version):
+        raise VersionMismatch(command.expected_version, None if current is None else version)
+    if isinstance(command, SaveMemory):
+        return _decide_save(command, current, deps)
+    if current is None:
+        if command.missing_ok:
+            return None
+        raise NotFound(f"Memory '{command.name}' not found")
+    return MemoryDeleted(current)

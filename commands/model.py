@@ -63,6 +63,7 @@ class DeleteMemory(OneMemoryCommand):
     name: str
     namespace: Namespace
     expected_version: int | None = None
+    missing_ok: bool = False  # in a batch: a memory that is not there is already deleted, not an error
 
 
 @dataclass(frozen=True)

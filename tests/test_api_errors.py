@@ -240,6 +240,7 @@ def test_a_request_id_is_generated_when_the_client_sends_none(alice):
 
 OPERATIONS = {
     ("/v1/api/memories", "get"), ("/v1/api/memories", "post"), ("/v1/api/memories/search", "post"),
+    ("/v1/api/memories/batch", "post"),
     ("/v1/api/memories/{name}", "get"), ("/v1/api/memories/{name}", "delete"),
     ("/v1/api/admin/memories", "get"), ("/v1/api/admin/memories/search", "get"),
     ("/v1/api/admin/memories/{memory_id}", "get"), ("/v1/api/admin/memories/{memory_id}", "delete"),

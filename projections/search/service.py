@@ -282,8 +282,9 @@ class SearchService:
         return fresh
 
     def memories(self, conn: Connection, where: MemoryFilter, query: str, limit: int) -> list[dict[str, Any]]:
-        """The best matches as table rows, in rank order."""
-        return memories_in_order(conn, [hit.memory_id for hit in self.search(where, query, limit)])
+        """The best matches as table rows, in rank order, each with its BM25 ``score``."""
+        scores = {hit.memory_id: hit.score for hit in self.search(where, query, limit)}
+        return [row | {"score": scores[row["memory_id"]]} for row in memories_in_order(conn, list(scores))]
 
     def drop_snapshots_before(self, position: int) -> int:
         """Delete the stored snapshots taken before ``position`` (an erasure's: they hold what it erased), and
