@@ -340,7 +340,8 @@ def test_search_finds_a_word_in_any_of_name_description_and_content(alice: Calle
 
     assert names(response) == [row["name"]]
     assert response.json["total"] == 1
-    assert set(response.json["memories"][0]) == ROW_KEYS
+    assert set(response.json["memories"][0]) == ROW_KEYS | {"score"}
+    assert response.json["memories"][0]["score"] > 0
 
 
 def test_a_query_sharing_no_word_with_any_memory_finds_nothing(alice: Caller) -> None:
