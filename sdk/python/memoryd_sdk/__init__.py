@@ -35,6 +35,7 @@ from memoryd_sdk.models import (
     ListMemoriesResponse,
     LoggedEvent,
     MemoryInfo,
+    MemoryWrite,
     Nudge,
     ProjectInfo,
     ProjectPage,
@@ -53,15 +54,16 @@ from memoryd_sdk.models import (
     UserPage,
     WorkstreamInfo,
     WorkstreamPage,
+    WriteResult,
 )
 
 __all__ = [
     "APIConnectionError", "APITimeoutError", "AdminMemoryInfo", "AsyncMemorydConsole", "AsyncMemorydServer",
     "AsyncSession", "AuditRecord", "AuthenticationError", "BadRequestError", "ClosedSessions", "ConflictError",
     "CreatedToken", "ErasureCertificate",
-    "ErasureCheck", "ListMemoriesResponse", "LoggedEvent", "MemoryInfo", "MemorydAPIError", "MemorydConsole",
+    "ErasureCheck", "ListMemoriesResponse", "LoggedEvent", "MemoryInfo", "MemoryWrite", "MemorydAPIError", "MemorydConsole",
     "MemorydError", "MemorydServer", "NotCaughtUpError", "NotFoundError", "Nudge", "PermissionDeniedError",
     "ProjectInfo", "ProjectPage", "RateLimitError", "Receipt", "ReceiptPage", "RequestTooLargeError", "ServerError",
     "Session", "SessionInfo", "SessionPage", "SessionRecord", "StatusResponse", "TokenInfo", "TokenPage", "ToolResult",
-    "TurnContext", "TurnItem", "UserInfo", "UserPage", "WorkstreamInfo", "WorkstreamPage",
+    "TurnContext", "TurnItem", "UserInfo", "UserPage", "WorkstreamInfo", "WorkstreamPage", "WriteResult",
 ]

@@ -75,6 +75,13 @@ class AsyncMemorydServer(_Client):
     async def get_memory(self, name: str, *, scope: str = "global", scope_id: str = "") -> models.MemoryInfo:
         return await self._transport.send(calls.get_memory(name, scope, scope_id))
 
+    async def write_memories(self, writes: list[dict[str, Any]]) -> models.WriteResult:
+        """Saves and deletes in order, all or none, in one append: each write is ``{"action": "save", "name",
+        "content", "description", "type", "scope", "scope_id", "expected_version"}`` or ``{"action": "delete",
+        "name", "scope", "scope_id", "expected_version", "missing_ok"}``. A refusal names the write (``writes[2]:
+        ...``) and nothing is written."""
+        return await self._transport.send(calls.write_memories(writes))
+
     async def delete_memory(self, name: str, *, scope: str = "global", scope_id: str = "") -> models.StatusResponse:
         return await self._transport.send(calls.delete_memory(name, scope, scope_id))
 

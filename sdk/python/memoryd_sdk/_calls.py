@@ -86,6 +86,10 @@ def search_memories(query: str, mem_type: str, scope: str, scope_id: str, limit:
     return Call("POST", "/v1/api/memories/search", models.ListMemoriesResponse, json=body, read=True)
 
 
+def write_memories(writes: list[dict[str, Any]]) -> Call[models.WriteResult]:
+    return Call("POST", "/v1/api/memories/batch", models.WriteResult, json={"writes": writes})
+
+
 def get_memory(name: str, scope: str, scope_id: str) -> Call[models.MemoryInfo]:
     return Call("GET", name_path("/v1/api/memories", name), models.MemoryInfo,
                 {"scope": scope} | _given(scope_id=scope_id), read=True)

@@ -44,6 +44,7 @@ class MemoryInfo(Model):
     access_count: int = 0
     version: int = 0  # the memory's version: its ETag in REST answers
     position: int | None = None
+    score: float | None = None  # a search hit's BM25 score
 
 
 AdminMemoryInfo = MemoryInfo
@@ -58,6 +59,22 @@ class ListMemoriesResponse(Model):
 
     def __len__(self) -> int:
         return len(self.memories)
+
+
+class MemoryWrite(Model):
+    """One write of a batch as it was applied: a save (``created``) or a delete (``deleted``: False when
+    ``missing_ok`` found nothing); ``memory`` as the write left it (a delete's: as it was)."""
+
+    action: str
+    name: str
+    created: bool | None = None
+    deleted: bool | None = None
+    memory: MemoryInfo | None = None
+
+
+class WriteResult(Model):
+    writes: list[MemoryWrite]
+    position: int | None = None  # the batch's last event (None: it changed nothing)
 
 
 class StatusResponse(Model):

@@ -18,6 +18,7 @@ const CALLS = {
   save_memory: (c, a) => c.saveMemory({ name: a.name, content: a.content, description: a.description,
                                         type: "mem_type" in a ? a.mem_type : "general", scope: a.scope, scope_id: a.scope_id }),
   list_memories: (c, a) => c.listMemories(listing(a)),
+  write_memories: (c, a) => c.writeMemories(a.writes),
   search_memories: (c, a) => (c instanceof MemorydConsole ? c.searchMemories({ q: a.query, ...listing(a) })
                                                           : c.searchMemories({ query: a.query, ...listing(a) })),
   get_memory: (c, a) => (c instanceof MemorydConsole ? c.getMemory(a.memory_id, { as_of: a.as_of })

@@ -2,7 +2,7 @@
 
 import { Client } from "./client.js";
 import { given, namePath } from "./transport.js";
-import type { ListMemoriesResponse, MemoryInfo, StatusResponse } from "./types.js";
+import type { ListMemoriesResponse, MemoryInfo, MemoryWrite, StatusResponse, WriteResult } from "./types.js";
 
 const MEMORIES = "/v1/api/memories";
 const WHITESPACE = /[\u0009-\u000d\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]+/g;
@@ -64,6 +64,14 @@ export class MemorydServer extends Client {
       body: { query: options.query, limit: options.limit ?? 20,
               ...given({ type: options.type, scope: options.scope, scope_id: options.scope_id }) },
     });
+  }
+
+  /**
+   * Saves and deletes in order, all or none, in one append. A refusal names the write (`writes[2]: ...`) and nothing
+   * is written.
+   */
+  writeMemories(writes: MemoryWrite[]): Promise<WriteResult> {
+    return this.transport.send({ method: "POST", path: `${MEMORIES}/batch`, body: { writes } });
   }
 
   getMemory(name: string, options: ScopeOptions = {}): Promise<MemoryInfo> {

@@ -13,6 +13,30 @@ export interface MemoryInfo {
   last_accessed?: string;
   access_count?: number;
   version?: number;
+  /** A search hit's BM25 score. */
+  score?: number;
+}
+
+/** One write of a batch (`writeMemories`): a save or a delete. */
+export type MemoryWrite =
+  | { action: "save"; name: string; content: string; description: string; type?: string | null; scope?: string;
+      scope_id?: string; expected_version?: number }
+  | { action: "delete"; name: string; scope?: string; scope_id?: string; expected_version?: number;
+      missing_ok?: boolean };
+
+/** One write as it was applied: `created` for a save, `deleted` for a delete (false: `missing_ok` found nothing). */
+export interface AppliedWrite {
+  action: "save" | "delete";
+  name: string;
+  created?: boolean;
+  deleted?: boolean;
+  memory: MemoryInfo | null;
+}
+
+export interface WriteResult {
+  writes: AppliedWrite[];
+  /** The batch's last event (null: it changed nothing). */
+  position: number | null;
 }
 
 export interface ListMemoriesResponse {
