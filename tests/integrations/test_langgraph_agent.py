@@ -8,6 +8,7 @@ still answering) when memoryd is down or too slow.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections.abc import Iterator
 from typing import Any
@@ -17,7 +18,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import create_react_agent
-from memoryd_sdk import MemorydConsole, MemorydServer, Session
+from memoryd_sdk import AsyncMemorydServer, MemorydConsole, MemorydServer, Session
 from memoryd_sdk.integrations.langgraph import BLOCK_ID, MemorydRecall, memoryd_tools
 from pydantic import Field
 
@@ -138,3 +139,25 @@ def assert_fails_open(session: Session, tools: list[Any], timeout: float = 2.0) 
                                 ).invoke({"messages": [("user", "hi")]})
     assert shape(model.received[0]) == [("system", SYSTEM), ("human", "hi")]
     assert result["messages"][-1].text == "Hello."
+
+
+def test_an_async_run_recalls_and_saves_through_the_async_session(live_server: LiveServer,
+                                                                   agent_session: tuple[Session, MemorydConsole]):
+    session, console = agent_session
+    session.memory("save", name="editor", content="we use helix", description="editor", scope="workstream")
+    model = RecordingModel(messages=iter([
+        call("memory_save", "c1", name="shell", content="we use fish", description="shell", scope="workstream"),
+        "Saved."]))
+
+    async def run() -> None:
+        async with AsyncMemorydServer(live_server.base_url, token="") as server:
+            async_session = server.session(session.session_id, session.token)
+            agent = create_react_agent(model, memoryd_tools(session, async_session),
+                                       prompt=MemorydRecall(session, async_session, system=SYSTEM).prompt)
+            await agent.ainvoke({"messages": [("user", "which editor and shell?")]})
+
+    asyncio.run(run())
+    (receipt,) = console.session_turns(session.session_id).receipts
+    assert [model.received[0][0].text] * 2 == [message[0].text for message in model.received]
+    assert "we use helix" in receipt.block and "we use helix" in str(model.received[0][0].text)
+    assert session.memory("get", name="shell", scope="workstream").ok
