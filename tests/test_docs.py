@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from memoryd.bootstrap import analyzer_for
 from memoryd.config import load_config
 
@@ -16,13 +18,16 @@ def blocks(page: str, language: str) -> list[str]:
 
 
 def promised(example: str) -> list[str]:
-    """What each ``print`` is said to print: its trailing comment, or the comment line after it."""
-    lines = []
+    """What each ``print`` is said to print: its trailing comment, or the comment line after it (indented or not);
+    a comment line at the left margin is printed output too."""
+    lines, bare_print = [], False
     for line in example.splitlines():
-        if line.startswith("print(") and "  # " in line:
-            lines.append(line.split("  # ", 1)[1])
-        elif line.startswith("# "):
-            lines.append(line[2:])
+        code = line.strip()
+        if code.startswith("print(") and "  # " in code:
+            lines.append(code.split("  # ", 1)[1])
+        elif code.startswith("# ") and (bare_print or line.startswith("# ")):
+            lines.append(code[2:])
+        bare_print = code.startswith("print(") and "  # " not in code
     return lines
 
 
@@ -62,3 +67,15 @@ def test_the_identities_pages_walk_through_runs_against_a_live_server(live_serve
     assert '"reason": "token revoked"' in done.stdout.replace('"reason":"', '"reason": "')
     assert '"action": "token.revoke"' in done.stdout.replace('"action":"', '"action": "')
     assert "laptop stolen" in done.stdout
+
+
+@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")  # create_react_agent
+def test_the_langgraph_example_runs_against_a_live_server(live_server, monkeypatch, capsys):
+    """The agent saves through its tool in one turn and is handed the memory in the next; the store round-trips."""
+    [example] = blocks("frameworks.md", "python")
+    agent = live_server.agent("docs")
+    for name, value in (("MEMORYD_URL", live_server.base_url), ("MEMORYD_TOKEN", agent["token"]),
+                        ("MEMORYD_SESSION_ID", agent["session_id"]), ("MEMORYD_SESSION_TOKEN", agent["session_token"])):
+        monkeypatch.setenv(name, value)
+    exec(example, {})  # noqa: S102 - our own docs
+    assert capsys.readouterr().out.splitlines() == promised(example)

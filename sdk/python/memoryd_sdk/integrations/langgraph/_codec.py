@@ -30,8 +30,7 @@ def name_of(namespace: tuple[str, ...], key: str) -> str:
 
 
 def content_of(namespace: tuple[str, ...], key: str, value: Mapping[str, Any]) -> str:
-    content = json.dumps({"namespace": list(namespace), "key": key, "value": dict(value)}, ensure_ascii=False,
-                         sort_keys=True)
+    content = json.dumps({"namespace": list(namespace), "key": key, "value": dict(value)}, ensure_ascii=False)
     if len(content) > MAX_CONTENT:
         raise ValueError(f"the value of {key!r} in {namespace!r} is {len(content)} characters as JSON; memoryd keeps "
                          f"at most {MAX_CONTENT}")
