@@ -28,7 +28,7 @@ from memoryd_sdk.integrations.langgraph import MemorydStore
 from tests.helpers import LiveServer
 
 LABELS = ["a", "A", "b", "x y", "*", "%", "_", "日本", "é", "'; drop table", "line\n"]
-KEYS = ["k", "K", "k-1", "k 1", "k_1", "ключ", "%_", "*", "a/b", " padded ", "quote'\""]
+KEYS = ["k", "K", "k-1", "k 1", "k_1", "ключ", "%_", "*", "a/b", " padded ", "k\n", "quote'\""]
 TAGS = ["red", "RED", "x'y", "%", "_", "ünï", ""]
 WORKSTREAMS = itertools.count()
 
@@ -68,7 +68,8 @@ filters = st.one_of(st.none(), st.fixed_dictionaries({}, optional={
 puts = st.tuples(namespaces, st.sampled_from(KEYS), st.one_of(st.none(), values, values)).map(lambda op: PutOp(*op))
 gets = st.tuples(namespaces, st.sampled_from(KEYS)).map(lambda op: GetOp(*op))
 searches = st.tuples(st.lists(st.sampled_from(LABELS), max_size=2).map(tuple), filters, st.integers(1, 5),
-                     st.integers(0, 3)).map(lambda op: SearchOp(*op))
+                     st.integers(0, 3), st.one_of(st.none(), st.none(), st.sampled_from(["red", "ünï", "x"]))
+                     ).map(lambda op: SearchOp(*op))
 conditions = st.lists(st.tuples(st.sampled_from(["prefix", "suffix"]),
                                 st.lists(st.sampled_from(LABELS + ["*"]), min_size=1, max_size=2).map(tuple)
                                 ).map(lambda condition: MatchCondition(*condition)), max_size=2)
@@ -115,7 +116,10 @@ def test_random_batches_read_what_the_reference_store_reads(fresh_store: Any, ba
         assert [seen(result) for result, op in zip(reference.batch(batch), batch) if isinstance(op, GetOp)] == [
             want for want, op in zip(wanted, batch) if isinstance(op, GetOp)]  # the reference's own rule
         for op, mine, want in zip(batch, store.batch(batch), wanted):
-            if isinstance(op, SearchOp):  # unranked: a page of the right size, from the right items
+            if isinstance(op, SearchOp) and op.query:  # ranked by BM25 (the reference has no ranking): the right items
+                assert all(canonical(each) in want for each in seen(mine)) and len(mine) <= op.limit, op
+                assert [hit.score for hit in mine] == sorted((hit.score for hit in mine), reverse=True), op
+            elif isinstance(op, SearchOp):  # unranked: a page of the right size, from the right items
                 assert len(mine) == min(op.limit, max(len(want) - op.offset, 0)), op
                 assert all(canonical(each) in want for each in seen(mine)) and all(hit.score is None for hit in mine), op
             else:
@@ -130,6 +134,18 @@ def test_reads_in_a_batch_see_the_state_before_it_and_the_last_put_wins(fresh_st
         ListNamespacesOp()])
     assert got.value == {"v": 1} and [item.value for item in searched] == [{"v": 1}] and listed == [("docs",)]
     assert store.get(("docs",), "k").value == {"v": 3}
+
+
+def test_a_batch_answers_in_the_order_of_its_operations(fresh_store: Any):
+    store = fresh_store()
+    store.put(("test", "foo"), "key1", {"data": "value1"})
+    store.put(("test", "bar"), "key2", {"data": "value2"})
+    results = store.batch([GetOp(("test", "foo"), "key1"), PutOp(("test", "bar"), "key3", {"data": "value3"}),
+                           SearchOp(("test",), {"data": "value1"}), ListNamespacesOp(max_depth=2),
+                           GetOp(("test",), "missing")])
+    assert results[0].key == "key1" and results[1] is None and [item.key for item in results[2]] == ["key1"]
+    assert results[3] == [("test", "bar"), ("test", "foo")] and results[4] is None
+    assert store.get(("test", "bar"), "key3").value == {"data": "value3"}
 
 
 def test_one_batch_is_one_append(live_server: LiveServer, fresh_store: Any):
