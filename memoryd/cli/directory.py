@@ -92,7 +92,7 @@ def sessions_group() -> None:
 @reported
 def create_session(kind: str, workstream_id: str, user_id: str, parent_session_id: str) -> None:
     """Open a session; prints its id, then its token alone on the last line."""
-    session, token = command_services().sessions.create(kind, workstream_id, user_id, parent_session_id)
+    session, token = command_services().identities.open_session(kind, workstream_id, user_id, parent_session_id)
     click.echo(session.session_id)
     click.echo(token)
 
