@@ -19,9 +19,10 @@ def examples() -> list[tuple[str, str, str]]:
     """Each docs example that uses the integration: (page#number, the script, the ```text block after it)."""
     found = []
     for page in sorted(DOCS.glob("*.md")):
-        for number, match in enumerate(re.finditer(r"```js\n(.*?)```(.*?)```text\n(.*?)```", page.read_text(), re.S)):
-            if "@memoryd/sdk/ai-sdk" in match[1]:
-                found.append((f"{page.name}#{number}", match[1], match[3]))
+        fenced = re.findall(r"```(\w*)\n(.*?)```", page.read_text(), re.S)
+        for number, ((language, script), (after, printed)) in enumerate(zip(fenced, fenced[1:] + [("", "")])):
+            if language == "js" and "@memoryd/sdk/ai-sdk" in script:
+                found.append((f"{page.name}#{number}", script, printed if after == "text" else ""))
     return found
 
 
@@ -50,4 +51,5 @@ def test_the_ai_sdk_example_prints_what_its_page_says(live_server, label, exampl
     finally:
         script.unlink()
     assert done.returncode == 0, f"{label}:\n{done.stdout}\n{done.stderr}"
+    assert printed, f"{label} is followed by no ```text block of what it prints"
     assert printed in done.stdout

@@ -33,7 +33,9 @@ const SCOPE = {
   description: "Leave out for the session's default (the attached project, else global).",
 } as const;
 const LIMIT = { type: "integer", minimum: 1, maximum: 50 } as const;
-const VERSION = { type: "integer", minimum: 1, description: "Only if the memory is still at this version (a get shows it)." } as const;
+const VERSION = {
+  type: "integer", minimum: 1, description: "Only if the memory is still at this version (a get shows it).",
+} as const;
 
 /**
  * The memory tools for `generateText`/`streamText`/`ToolLoopAgent`: `{ tools: { ...memorydTools(session) } }`.
