@@ -191,3 +191,13 @@ def test_anchors_across_pages_name_a_heading():
 def anchor(heading: str) -> str:
     """GitHub's anchor for a heading: lowercase, punctuation dropped, spaces to hyphens."""
     return re.sub(r"[^\w\- ]", "", heading.lstrip("#").strip().lower()).replace(" ", "-")
+
+
+def test_every_benchmark_has_its_command_its_date_and_a_table():
+    page = (DOCS / "benchmarks.md").read_text()
+    for section in page.split("\n## ")[1:]:
+        title = section.splitlines()[0]
+        commands = code_blocks(section, "")
+        assert commands and re.search(r"\b2026-\d\d-\d\d\b", section) and "\n|---" in section, title
+        for script in re.findall(r"\b((?:bench|tests)/[\w/]+\.py)", "".join(commands)):
+            assert (ROOT / script).exists(), f"{title}: {script}"
