@@ -176,16 +176,17 @@ def test_every_page_is_on_the_readmes_map():
 
 def test_links_between_pages_lead_somewhere():
     for page in PAGES:
-        for link in re.findall(r"\]\(([a-z-]+\.md)(?:#[^)]*)?\)", page.read_text()):
+        for link in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", page.read_text()):
             assert (DOCS / link).exists() or link == "frameworks.md", f"{page.name} links to {link}"
 
 
 def test_anchors_across_pages_name_a_heading():
-    headings = {page.name: {anchor(line) for line in page.read_text().splitlines() if line.startswith("#")}
-                for page in PAGES}
+    headings = {path.name: {anchor(line) for line in path.read_text().splitlines() if line.startswith("#")}
+                for path in [*PAGES, ROOT / "README.md"]}
     for page in PAGES:
-        for target, fragment in re.findall(r"\]\(([a-z-]*\.md)?#([^)]+)\)", page.read_text()):
-            assert fragment in headings.get(target or page.name, {fragment}), f"{page.name}: {target}#{fragment}"
+        for target, fragment in re.findall(r"\]\(((?:\.\./)?[A-Za-z-]*\.md)?#([^)]+)\)", page.read_text()):
+            name = target.removeprefix("../") or page.name
+            assert fragment in headings.get(name, {fragment}), f"{page.name}: {target}#{fragment}"
 
 
 def anchor(heading: str) -> str:
