@@ -19,10 +19,12 @@ _ERRORS = {
     "403": "Token lacks the scope, permission or ownership needed",
     "404": "Not found",
     "405": "Method not allowed on this path",
-    "409": "Idempotency-Key reused for another request or still in use; a concurrent write won; a user name taken",
+    "409": "Idempotency-Key reused for another request; a concurrent write won; a user name taken. With `code` "
+           "`request_in_progress` and Retry-After: the key's first attempt is still running (retry with the same key)",
     "413": "Request body too large",
     "500": "Storage failure",
-    "503": "The read model has not reached X-Min-Position, or a projection is stopped",
+    "503": "The read model has not reached X-Min-Position, or a projection is stopped; with `code` "
+           "`database_unavailable` and Retry-After: the database cannot be reached just now (retry)",
 }
 _IDEMPOTENCY_KEY = {"in": "header", "name": "Idempotency-Key", "required": False,
                     "description": "1 to 255 printable ASCII characters; a retry with it replays the first answer",

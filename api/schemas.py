@@ -327,6 +327,8 @@ class DeletedProjectSchema(Schema):
 
 class ErrorSchema(Schema):
     error = fields.String()
+    code = fields.String(metadata={"description": "set on answers to retry with the same request (and key) after "
+                                                  "Retry-After: request_in_progress (409), database_unavailable (503)"})
 
 
 class VersionMismatchSchema(ErrorSchema):
