@@ -327,6 +327,9 @@ class DeletedProjectSchema(Schema):
 
 class ErrorSchema(Schema):
     error = fields.String()
+
+
+class RetryableErrorSchema(ErrorSchema):
     code = fields.String(metadata={"description": "set on answers to retry with the same request (and key) after "
                                                   "Retry-After: request_in_progress (409), database_unavailable (503)"})
 
