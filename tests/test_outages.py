@@ -90,8 +90,9 @@ def test_an_sdk_caller_sees_latency_not_errors_while_the_database_restarts(own_p
     stop = threading.Event()
 
     def write_and_read(port: int) -> None:
-        client = httpx.Client(timeout=30, event_hooks={"response": [lambda response: statuses.append(response.status_code)]})
-        with MemorydServer(f"http://127.0.0.1:{port}", token=token, httpx_client=client) as sdk:
+        seen = {"response": [lambda response: statuses.append(response.status_code)]}
+        with httpx.Client(timeout=30, event_hooks=seen) as client, \
+                MemorydServer(f"http://127.0.0.1:{port}", token=token, httpx_client=client) as sdk:
             index = 0
             while not stop.is_set():
                 try:

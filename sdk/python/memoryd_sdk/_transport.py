@@ -68,7 +68,7 @@ class Retries:
         if told is None and self.counted >= self.limit:
             return None
         wait = told if told is not None else float(min(BACKOFF * 2**self.counted, BACKOFF_CAP) * (0.5 + random.random() / 2))
-        if time.monotonic() + wait > self.ends:
+        if time.monotonic() + wait >= self.ends:  # no attempt starts at the deadline or after it
             return None
         self.counted += told is None
         return wait

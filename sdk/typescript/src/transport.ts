@@ -166,7 +166,7 @@ class Retries {
     const told = header && /^\d+$/.test(header) ? Math.min(Number(header) * 1000, BACKOFF_CAP_MS) : undefined;
     if (told === undefined && this.counted >= this.limit) return undefined;
     const wait = told ?? Math.min(BACKOFF_MS * 2 ** this.counted, BACKOFF_CAP_MS) * (0.5 + Math.random() / 2);
-    if (Date.now() + wait > this.ends) return undefined;
+    if (Date.now() + wait >= this.ends) return undefined; // no attempt starts at the deadline or after it
     if (told === undefined) this.counted += 1;
     return wait;
   }
