@@ -336,6 +336,11 @@ class ErrorSchema(Schema):
     error = fields.String()
 
 
+class RetryableErrorSchema(ErrorSchema):
+    code = fields.String(metadata={"description": "set on answers to retry with the same request (and key) after "
+                                                  "Retry-After: request_in_progress (409), database_unavailable (503)"})
+
+
 class VersionMismatchSchema(ErrorSchema):
     current_version = fields.Integer(allow_none=True, metadata={"description": "the memory's version now; "
                                                                                "null: it does not exist"})
