@@ -7,6 +7,7 @@ from typing import Any
 from marshmallow import fields, validate
 
 from api.schemas import HistoricMemorySchema, RequestSchema, SaveMemoryRequest, WholeNumber, _text, load
+from memoryd.domain import REST_MAX_CONTENT, clean_content, clean_description
 from memoryd.errors import ValidationError
 
 MAX_WRITES = 100
@@ -17,8 +18,10 @@ class MemoryWriteRequest(SaveMemoryRequest):
 
     action = _text("action", "action is required: save or delete",
                    validate=validate.OneOf(("save", "delete"), error="action must be save or delete"))
-    content = _text("content", load_default=None, metadata={"description": "a save's: max 65,536 characters"})
-    description = _text("description", load_default=None, metadata={"description": "a save's: not blank"})
+    content = _text("content", load_default=None, rule=lambda content: clean_content(content, REST_MAX_CONTENT),
+                    metadata={"description": "a save's: max 65,536 characters"})
+    description = _text("description", load_default=None, rule=clean_description,
+                        metadata={"description": "a save's: not blank"})
     expected_version = WholeNumber(load_default=None, allow_none=True, metadata={
         "description": "write only if the memory is at this version (a batch's If-Match, per write)"})
     missing_ok = fields.Boolean(load_default=False, metadata={

@@ -22,7 +22,7 @@ from api.schemas import (
     load,
 )
 from commands.model import DeleteMemory, SaveMemory
-from memoryd.domain import REST_MAX_CONTENT, clean_name
+from memoryd.domain import clean_name
 from memoryd.errors import MemorydError, NotFound
 from projections.filters import MemoryFilter
 from projections.queries import find_memory, list_memories
@@ -43,16 +43,10 @@ def list_() -> tuple[Response, int]:
 @authorized("write")
 @idempotent(lambda position: written_memory(outcome_at(position)))
 def save() -> tuple[Response, int]:
-    body = load(SaveMemoryRequest(), json_object())
-    command = SaveMemory.validated(
-        name=body["name"],
-        content=body["content"],
-        description=body["description"],
-        type=body["type"],
-        max_content=REST_MAX_CONTENT,
-        resolve_namespace=lambda: public_namespace(caller(), body["scope"], body["scope_id"], services().directory),
-        expected_version=expected_version(),
-    )
+    body = load(SaveMemoryRequest(), json_object())  # the fields, checked and cleaned once
+    version = expected_version()
+    namespace = public_namespace(caller(), body["scope"], body["scope_id"], services().directory)
+    command = SaveMemory(body["name"], body["content"], body["description"], body["type"], namespace, version)
     return written_memory(services().bus.handle(command, *writing("rest")))
 
 
@@ -67,17 +61,17 @@ def write_batch() -> tuple[Response, int]:
 
 
 def _write_command(index: int, write: dict[str, Any]) -> SaveMemory | DeleteMemory:
+    """A write's command: its fields were checked and cleaned by the schema; its scope is resolved here."""
     try:
         namespace = public_namespace(caller(), write["scope"], write["scope_id"], services().directory)
-        if write["action"] == "delete":
-            return DeleteMemory(clean_name(write["name"]), namespace, write["expected_version"], write["missing_ok"])
-        return SaveMemory.validated(name=write["name"], content=write["content"], description=write["description"],
-                                    type=write["type"], max_content=REST_MAX_CONTENT,
-                                    resolve_namespace=lambda: namespace, expected_version=write["expected_version"])
     except MemorydError as error:
         error.message = f"writes[{index}]: {error.message}"
         error.args = (error.message,)
         raise
+    if write["action"] == "delete":
+        return DeleteMemory(write["name"], namespace, write["expected_version"], write["missing_ok"])
+    return SaveMemory(write["name"], write["content"], write["description"], write["type"], namespace,
+                      write["expected_version"])
 
 
 @blueprint.post("/search")
