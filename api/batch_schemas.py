@@ -10,7 +10,7 @@ from api.schemas import HistoricMemorySchema, RequestSchema, SaveMemoryRequest, 
 from memoryd.domain import REST_MAX_CONTENT, clean_content, clean_description
 from memoryd.errors import ValidationError
 
-MAX_WRITES = 100
+MAX_WRITES = 1_000  # a LangGraph batch of puts is one append: room for big ones; the body limit still applies
 
 
 class MemoryWriteRequest(SaveMemoryRequest):

@@ -49,9 +49,9 @@ def test_a_refused_write_names_its_index_and_nothing_of_the_batch_is_written(ali
 
 
 @pytest.mark.parametrize(("writes", "status", "message"), [
-    ([], 400, "writes must be a list of 1 to 100 saves and deletes"),
-    ("save", 400, "writes must be a list of 1 to 100 saves and deletes"),
-    ([save("x")] * 101, 400, "writes must be a list of 1 to 100 saves and deletes"),
+    ([], 400, "writes must be a list of 1 to 1000 saves and deletes"),
+    ("save", 400, "writes must be a list of 1 to 1000 saves and deletes"),
+    ([save("x")] * 1001, 400, "writes must be a list of 1 to 1000 saves and deletes"),
     ([save("ok"), {"action": "rename", "name": "x"}], 400, "writes[1]: action must be save or delete"),
     ([save("ok"), save("x", content="")], 400, "writes[1]: content is required"),
     ([{"action": "save", "name": "x", "content": "c"}], 400, "writes[0]: description is required"),

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 from langgraph.store.memory import InMemoryStore
 from memoryd_sdk import AsyncMemorydServer, MemorydConsole, MemorydServer
-from memoryd_sdk.integrations.langgraph import MemorydStore
+from memoryd_sdk.integrations.langgraph import MemorydStore, StoreLimitError
 
 from tests.helpers import LiveServer
 
@@ -243,3 +243,12 @@ def test_abatch_over_the_async_client_answers_as_batch(live_server: LiveServer, 
                     ).value == {"text": "second"}  # without an async client: batch, in a thread
 
     asyncio.run(scenario())
+
+
+def test_a_query_search_needs_no_listing_so_a_full_scope_still_answers_it(fresh_store: Any):
+    store = fresh_store()
+    store.batch([PutOp(("bulk", str(part)), f"k{n}", {"text": f"filler {n}"}) for part in range(2) for n in range(100)])
+    store.put(("notes",), "needle", {"text": "the rare word zanzibar"})
+    assert [hit.key for hit in store.search(("notes",), query="zanzibar")] == ["needle"]
+    with pytest.raises(StoreLimitError):  # an unranked read would be a part of the scope: refused
+        store.list_namespaces()

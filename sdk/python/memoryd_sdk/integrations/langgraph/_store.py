@@ -58,10 +58,10 @@ class _Plan:
             validate_op_namespace(op)
             if isinstance(op, GetOp):
                 plan.gets[(op.namespace, op.key)] = None
+            elif isinstance(op, SearchOp) and op.query:  # ranked by memoryd: its hits, no listing
+                plan.queries[op.query] = None
             elif isinstance(op, SearchOp):
                 plan.lists = True
-                if op.query:
-                    plan.queries[op.query] = None
             elif isinstance(op, ListNamespacesOp):
                 plan.lists = True
             elif isinstance(op, PutOp):
