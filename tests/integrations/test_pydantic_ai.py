@@ -1,0 +1,162 @@
+"""The Pydantic AI capability against a live memoryd: an Agent driven by FunctionModel (and TestModel), which
+record exactly what the model was sent, over multi-step tool loops (memoryd_sdk.integrations.pydantic_ai)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from memoryd_sdk import AsyncMemorydServer, MemorydConsole
+from memoryd_sdk.integrations.pydantic_ai import MemorydMemory
+from pydantic_ai import Agent
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.test import TestModel
+
+from tests.integrations.outages import outage
+
+INSTRUCTIONS = "You are a coding agent."
+SAVE = ("memory_save", {"name": "deploy_steps", "content": "we deploy with buildkite", "description": "how we deploy"})
+DEPLOY_BLOCK = ('<memories>\n  <memory name="deploy_steps" type="general" scope="global" description="how we deploy">'
+                'we deploy with buildkite</memory>\n</memories>')
+HINT = "You have 1 memory in scope. Use memory_search() or memory_list() to find more."
+
+
+class Script:
+    """A FunctionModel's function: each call answers the next step (a tool call, or the final text) and records
+    the instructions and the messages the model was sent."""
+
+    def __init__(self, *steps: tuple[str, dict[str, Any]] | str) -> None:
+        self.steps, self.calls = list(steps), []
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        self.calls.append({"instructions": info.instructions, "messages": list(messages)})
+        step = self.steps.pop(0)
+        if isinstance(step, str):
+            return ModelResponse(parts=[TextPart(step)])
+        return ModelResponse(parts=[ToolCallPart(step[0], step[1])])
+
+    def user_texts(self, call: int) -> list[str]:
+        return [part.content for message in self.calls[call]["messages"] if isinstance(message, ModelRequest)
+                for part in message.parts if isinstance(part, UserPromptPart) and isinstance(part.content, str)]
+
+    def tool_returns(self, call: int) -> list[str]:
+        return [str(part.content) for message in self.calls[call]["messages"] if isinstance(message, ModelRequest)
+                for part in message.parts if isinstance(part, ToolReturnPart)]
+
+
+@pytest.fixture
+def agent_session(live_server) -> dict[str, str]:
+    return live_server.agent("pydantic ai")
+
+
+def with_session(url: str, agent: dict[str, str], scenario: Callable[[Any], Awaitable[Any]]) -> Any:
+    """Run a scenario on an AsyncSession of the agent's session, through memoryd at ``url``."""
+    async def run() -> Any:
+        async with AsyncMemorydServer(url, max_retries=0) as server:
+            return await scenario(server.session(agent["session_id"], agent["session_token"]))
+
+    return asyncio.run(run())
+
+
+def turns_recorded(live_server, session_id: str) -> int:
+    with MemorydConsole(live_server.base_url, token=live_server.admin_token) as console:
+        return len(console.session_turns(session_id).receipts)
+
+
+def test_a_memory_saved_in_one_turn_is_in_the_instructions_of_every_step_of_the_next(live_server, agent_session):
+    first = Script(SAVE, ("memory_search", {"query": "buildkite"}), "Saved.")
+    second = Script(("memory_get", {"name": "deploy_steps"}), ("memory_list", {}), "With buildkite.")
+
+    async def scenario(session: Any) -> Any:
+        memory = MemorydMemory(session)
+        one = await Agent(FunctionModel(first), instructions=INSTRUCTIONS, capabilities=[memory]).run(
+            "Remember: we deploy with buildkite.")
+        two = await Agent(FunctionModel(second), instructions=INSTRUCTIONS, capabilities=[memory]).run(
+            "How do we deploy?", message_history=one.all_messages())
+        return one, two, memory
+
+    one, two, memory = with_session(live_server.base_url, agent_session, scenario)
+    assert one.output == "Saved." and two.output == "With buildkite."
+    assert [call["instructions"] for call in first.calls] == [INSTRUCTIONS] * 3  # nothing found, nothing added
+    assert "deploy_steps" in first.tool_returns(2)[-1]
+    expected = f"{INSTRUCTIONS}\n\n{DEPLOY_BLOCK}\n\n{HINT}"
+    assert [call["instructions"] for call in second.calls] == [expected] * 3  # one block, every step, never two
+    assert second.user_texts(2) == ["Remember: we deploy with buildkite.", "How do we deploy?"]
+    assert "we deploy with buildkite" in second.tool_returns(2)[-2]  # memory_get's text
+    assert turns_recorded(live_server, agent_session["session_id"]) == 2  # memoryd asked once per user turn
+    assert memory.last_turn.items[0].name == "deploy_steps"
+
+
+def test_the_tail_placement_adds_one_reference_part_after_the_users_and_never_to_the_history(live_server,
+                                                                                            agent_session):
+    script = Script(("memory_get", {"name": "deploy_steps"}), "With buildkite.")
+
+    async def scenario(session: Any) -> Any:
+        await session.memory("save", name="deploy_steps", content="we deploy with buildkite",
+                             description="how we deploy", scope="global")
+        agent = Agent(FunctionModel(script), instructions=INSTRUCTIONS,
+                      capabilities=[MemorydMemory(session, placement="tail")])
+        stale = "Reference data from memoryd, retrieved for this turn. <memories></memories>"  # persisted elsewhere
+        return await agent.run("How do we deploy?", message_history=[ModelRequest(parts=[UserPromptPart(stale)]),
+                                                                     ModelResponse(parts=[TextPart("Noted.")])])
+
+    result = with_session(live_server.base_url, agent_session, scenario)
+    for call, _ in enumerate(script.calls):  # the stale copy is gone: replaced, not stacked
+        assert script.calls[call]["instructions"] == INSTRUCTIONS
+        asked, reference = script.user_texts(call)
+        assert asked == "How do we deploy?"
+        assert reference.startswith("Reference data from memoryd") and DEPLOY_BLOCK in reference
+    history = [part for message in result.new_messages() for part in message.parts]
+    assert not any("Reference data from memoryd" in str(getattr(part, "content", "")) for part in history)
+    assert turns_recorded(live_server, agent_session["session_id"]) == 1
+
+
+def test_a_refusal_is_a_failed_tool_result_the_model_reads(live_server, agent_session):
+    script = Script(("memory_save", {**SAVE[1], "scope": "coordinator"}), "Sorry.")
+
+    async def scenario(session: Any) -> Any:
+        agent = Agent(FunctionModel(script), instructions=INSTRUCTIONS, capabilities=[MemorydMemory(session)])
+        return await agent.run("Remember how we deploy, for the coordinator.")
+
+    assert with_session(live_server.base_url, agent_session, scenario).output == "Sorry."
+    [failure] = script.calls[1]["messages"][-1].parts
+    assert (failure.tool_name, failure.outcome) == ("memory_save", "failed")  # the provider's error channel
+    assert "coordinator" in failure.model_response_str()
+
+
+def test_test_model_calls_every_tool_and_the_run_completes(live_server, agent_session):
+    async def scenario(session: Any) -> Any:
+        agent = Agent(TestModel(call_tools=["memory_list", "memory_search"]), capabilities=[MemorydMemory(session)])
+        return await agent.run("What do you remember?")
+
+    result = with_session(live_server.base_url, agent_session, scenario)
+    called = [part.tool_name for message in result.all_messages() for part in message.parts
+              if isinstance(part, ToolCallPart)]
+    assert sorted(called) == ["memory_list", "memory_search"]
+
+
+@pytest.mark.parametrize("where", ["down", "silent"])
+def test_memoryd_down_or_silent_leaves_the_instructions_alone_and_the_run_goes_on(agent_session, caplog, where):
+    script = Script("Fine.")
+
+    async def scenario(session: Any) -> Any:
+        agent = Agent(FunctionModel(script), instructions=INSTRUCTIONS,
+                      capabilities=[MemorydMemory(session, timeout=0.3)])
+        return await agent.run("How do we deploy? secret-word")
+
+    with outage(where) as url, caplog.at_level(logging.WARNING, "memoryd_sdk.integrations"):
+        result = with_session(url, agent_session, scenario)
+    assert result.output == "Fine." and script.calls[0]["instructions"] == INSTRUCTIONS
+    assert "failed open" in caplog.text and "secret-word" not in caplog.text
