@@ -13,7 +13,13 @@ import pytest
 from agents import Agent, Model, ModelResponse, RunConfig, Runner, Usage
 from memoryd_sdk import MemorydConsole, MemorydServer
 from memoryd_sdk.integrations.openai_agents import MemorydRecall, memoryd_tools
-from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+from openai.types.responses import (
+    Response,
+    ResponseCompletedEvent,
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+)
 
 from tests.integrations.outages import outage
 
@@ -33,19 +39,24 @@ class ScriptedModel(Model):
 
     async def get_response(self, system_instructions: str | None, input: str | list[Any], *args: Any,
                            **kwargs: Any) -> ModelResponse:
+        return ModelResponse(output=[self._next(system_instructions, input)], usage=Usage(), response_id=None)
+
+    async def stream_response(self, system_instructions: str | None, input: str | list[Any], *args: Any,
+                              **kwargs: Any) -> AsyncIterator[Any]:
+        """The same step, streamed as the one event the Runner needs: the completed response."""
+        response = Response(id="resp", created_at=0, model="scripted", object="response", tool_choice="auto",
+                            tools=[], parallel_tool_calls=False, output=[self._next(system_instructions, input)])
+        yield ResponseCompletedEvent(type="response.completed", response=response, sequence_number=0)
+
+    def _next(self, system_instructions: str | None, input: str | list[Any]) -> Any:
         self.calls.append({"instructions": system_instructions, "input": json.loads(json.dumps(input))})
         step = self.steps.pop(0)
         if isinstance(step, str):
-            output: Any = ResponseOutputMessage(id="msg", type="message", role="assistant", status="completed", content=[
+            return ResponseOutputMessage(id="msg", type="message", role="assistant", status="completed", content=[
                 ResponseOutputText(type="output_text", text=step, annotations=[])])
-        else:
-            name, arguments = step
-            output = ResponseFunctionToolCall(id=f"fc_{len(self.calls)}", call_id=f"call_{len(self.calls)}",
-                                              type="function_call", name=name, arguments=json.dumps(arguments))
-        return ModelResponse(output=[output], usage=Usage(), response_id=None)
-
-    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        raise NotImplementedError("these tests run without streaming")
+        name, arguments = step
+        return ResponseFunctionToolCall(id=f"fc_{len(self.calls)}", call_id=f"call_{len(self.calls)}",
+                                        type="function_call", name=name, arguments=json.dumps(arguments))
 
 
 @pytest.fixture
@@ -81,6 +92,23 @@ def test_a_memory_saved_in_one_turn_is_in_the_instructions_of_every_step_of_the_
     assert not any("<memories>" in json.dumps(call["input"]) for call in first.calls + second.calls)
     assert turns_recorded(live_server, agent_session.session_id) == 2  # memoryd asked once per user turn
     assert recall.last_turn.items[0].name == "deploy_steps"
+
+
+def test_a_streamed_run_gets_the_block_once_on_every_step(live_server, agent_session):
+    agent_session.memory("save", **SAVE[1], scope="global")
+    model = ScriptedModel(("memory_get", {"name": "deploy_steps"}), "With buildkite.")
+    agent = Agent(name="coder", instructions=INSTRUCTIONS, model=model, tools=memoryd_tools(agent_session))
+    config = RunConfig(call_model_input_filter=MemorydRecall(agent_session), tracing_disabled=True)
+
+    async def streamed() -> Any:
+        result = Runner.run_streamed(agent, "How do we deploy?", run_config=config)
+        async for _ in result.stream_events():
+            pass
+        return result.final_output
+
+    assert asyncio.run(streamed()) == "With buildkite."
+    assert [call["instructions"] for call in model.calls] == [f"{INSTRUCTIONS}\n\n{DEPLOY_BLOCK}\n\n{HINT}"] * 2
+    assert turns_recorded(live_server, agent_session.session_id) == 1
 
 
 def test_the_tail_placement_puts_one_reference_message_after_the_users_in_every_step(live_server, agent_session):

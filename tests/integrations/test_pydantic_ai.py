@@ -4,8 +4,9 @@ record exactly what the model was sent, over multi-step tool loops (memoryd_sdk.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -21,7 +22,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from pydantic_ai.models.test import TestModel
 
 from tests.integrations.outages import outage
@@ -41,11 +42,22 @@ class Script:
         self.steps, self.calls = list(steps), []
 
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        self.calls.append({"instructions": info.instructions, "messages": list(messages)})
+        self.calls.append({"instructions": info.instructions, "messages": list(messages),
+                           "tools": [tool.name for tool in info.function_tools]})
         step = self.steps.pop(0)
         if isinstance(step, str):
             return ModelResponse(parts=[TextPart(step)])
         return ModelResponse(parts=[ToolCallPart(step[0], step[1])])
+
+    async def stream(self, messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
+        """The same script, streamed: a step's text, or its tool call, as one chunk."""
+        response = self(messages, info)
+        for part in response.parts:
+            if isinstance(part, TextPart):
+                yield part.content
+            else:
+                assert isinstance(part, ToolCallPart)
+                yield {0: DeltaToolCall(part.tool_name, json.dumps(part.args))}
 
     def user_texts(self, call: int) -> list[str]:
         return [part.content for message in self.calls[call]["messages"] if isinstance(message, ModelRequest)
@@ -91,12 +103,28 @@ def test_a_memory_saved_in_one_turn_is_in_the_instructions_of_every_step_of_the_
     assert one.output == "Saved." and two.output == "With buildkite."
     assert [call["instructions"] for call in first.calls] == [INSTRUCTIONS] * 3  # nothing found, nothing added
     assert "deploy_steps" in first.tool_returns(2)[-1]
+    assert set(first.calls[0]["tools"]) == {"memory_save", "memory_get", "memory_search", "memory_list", "memory_delete"}
     expected = f"{INSTRUCTIONS}\n\n{DEPLOY_BLOCK}\n\n{HINT}"
     assert [call["instructions"] for call in second.calls] == [expected] * 3  # one block, every step, never two
     assert second.user_texts(2) == ["Remember: we deploy with buildkite.", "How do we deploy?"]
     assert "we deploy with buildkite" in second.tool_returns(2)[-2]  # memory_get's text
     assert turns_recorded(live_server, agent_session["session_id"]) == 2  # memoryd asked once per user turn
     assert memory.last_turn.items[0].name == "deploy_steps"
+
+
+def test_a_streamed_run_gets_the_block_once_on_every_step(live_server, agent_session):
+    script = Script(("memory_get", {"name": "deploy_steps"}), "With buildkite.")
+
+    async def scenario(session: Any) -> Any:
+        await session.memory("save", **SAVE[1], scope="global")
+        agent = Agent(FunctionModel(stream_function=script.stream), instructions=INSTRUCTIONS,
+                      capabilities=[MemorydMemory(session)])
+        async with agent.run_stream("How do we deploy?") as streamed:
+            return await streamed.get_output()
+
+    assert with_session(live_server.base_url, agent_session, scenario) == "With buildkite."
+    assert [call["instructions"] for call in script.calls] == [f"{INSTRUCTIONS}\n\n{DEPLOY_BLOCK}\n\n{HINT}"] * 2
+    assert turns_recorded(live_server, agent_session["session_id"]) == 1
 
 
 def test_the_tail_placement_adds_one_reference_part_after_the_users_and_never_to_the_history(live_server,
@@ -121,6 +149,20 @@ def test_the_tail_placement_adds_one_reference_part_after_the_users_and_never_to
     history = [part for message in result.new_messages() for part in message.parts]
     assert not any("Reference data from memoryd" in str(getattr(part, "content", "")) for part in history)
     assert turns_recorded(live_server, agent_session["session_id"]) == 1
+
+
+def test_without_its_tools_the_block_comes_without_the_hint_that_names_them(live_server, agent_session):
+    script = Script("With buildkite.")
+
+    async def scenario(session: Any) -> Any:
+        await session.memory("save", **SAVE[1], scope="global")
+        agent = Agent(FunctionModel(script), instructions=INSTRUCTIONS,
+                      capabilities=[MemorydMemory(session, tools=False)])
+        return await agent.run("How do we deploy?")
+
+    with_session(live_server.base_url, agent_session, scenario)
+    assert script.calls[0]["instructions"] == f"{INSTRUCTIONS}\n\n{DEPLOY_BLOCK}"
+    assert script.calls[0]["tools"] == []
 
 
 def test_a_refusal_is_a_failed_tool_result_the_model_reads(live_server, agent_session):

@@ -49,11 +49,13 @@ class TurnRecall:
     later model call of the turn (the tool loop), and nothing at all when memoryd is slow, down or refusing."""
 
     def __init__(self, session: AnySession, *, placement: Placement = "system", timeout: float = 2.0,
-                 relevance_k: int | None = None, max_chars: int | None = None, min_score: float | None = None) -> None:
+                 relevance_k: int | None = None, max_chars: int | None = None, min_score: float | None = None,
+                 tool_visible: bool = True) -> None:
         if placement not in ("system", "tail"):
             raise ValueError("placement must be 'system' (the instructions) or 'tail' (a message after the user's)")
         self.session, self.placement, self.timeout = session, placement, timeout
-        self._options = {"relevance_k": relevance_k, "max_chars": max_chars, "min_score": min_score}
+        self._options = {"relevance_k": relevance_k, "max_chars": max_chars, "min_score": min_score,
+                         "tool_visible": tool_visible}  # the hint, which names the tools, only when the model has them
         self._texts: OrderedDict[tuple[int, str], str] = OrderedDict()
         self.last_turn: TurnContext | None = None  # memoryd's answer for the newest turn asked (nudges, receipt id)
 

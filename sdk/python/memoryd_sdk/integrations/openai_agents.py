@@ -42,12 +42,14 @@ class MemoryToolRefused(Exception):
 
 class MemorydRecall:
     """A ``RunConfig.call_model_input_filter`` that puts the session's memories in front of the model once per
-    user turn. ``last_turn`` is memoryd's latest answer (its nudges, its ``turn_id`` for the receipt)."""
+    user turn. ``tool_visible=False`` when the agent has no ``memoryd_tools``: the hint that names them is left
+    out. ``last_turn`` is memoryd's latest answer (its nudges, its ``turn_id`` for the receipt)."""
 
     def __init__(self, session: AnySession, *, placement: Placement = "system", timeout: float = 2.0,
-                 relevance_k: int | None = None, max_chars: int | None = None, min_score: float | None = None) -> None:
+                 relevance_k: int | None = None, max_chars: int | None = None, min_score: float | None = None,
+                 tool_visible: bool = True) -> None:
         self._recall = TurnRecall(session, placement=placement, timeout=timeout, relevance_k=relevance_k,
-                                  max_chars=max_chars, min_score=min_score)
+                                  max_chars=max_chars, min_score=min_score, tool_visible=tool_visible)
 
     @property
     def last_turn(self) -> Any:

@@ -58,7 +58,8 @@ class MemorydMemory(AbstractCapability[Any]):
 
     def __post_init__(self) -> None:
         self._recall = TurnRecall(self.session, placement=self.placement, timeout=self.timeout,
-                                  relevance_k=self.relevance_k, max_chars=self.max_chars, min_score=self.min_score)
+                                  relevance_k=self.relevance_k, max_chars=self.max_chars, min_score=self.min_score,
+                                  tool_visible=self.tools)
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
