@@ -24,8 +24,10 @@ from openai.types.responses import (
 from tests.integrations.outages import outage
 
 INSTRUCTIONS = "You are a coding agent."
-SAVE = ("memory_save", {"name": "deploy_steps", "content": "we deploy with buildkite", "description": "how we deploy"})
-DEPLOY_BLOCK = ('<memories>\n  <memory name="deploy_steps" type="general" scope="global" description="how we deploy">'
+SAVE = ("memory_save", {"name": "deploy_steps", "content": "we deploy with buildkite", "description": "how we deploy",
+                        "scope": "workstream"})  # the test's own workstream: no other test sees it or counts it
+GET = ("memory_get", {"name": "deploy_steps", "scope": "workstream"})
+DEPLOY_BLOCK = ('<memories>\n  <memory name="deploy_steps" type="general" scope="workstream" description="how we deploy">'
                 'we deploy with buildkite</memory>\n</memories>')
 HINT = "You have 1 memory in scope. Use memory_search() or memory_list() to find more."
 
@@ -85,7 +87,7 @@ def test_a_memory_saved_in_one_turn_is_in_the_instructions_of_every_step_of_the_
     assert [call["instructions"] for call in first.calls] == [INSTRUCTIONS] * 3  # nothing found, nothing added
     assert "deploy_steps" in first.calls[2]["input"][-1]["output"]  # the search's text reached the model
 
-    second = ScriptedModel(("memory_get", {"name": "deploy_steps"}), ("memory_list", {}), "With buildkite.")
+    second = ScriptedModel(GET, ("memory_list", {}), "With buildkite.")
     run(second, agent_session, [*result.to_input_list(), {"role": "user", "content": "How do we deploy?"}], recall)
     expected = f"{INSTRUCTIONS}\n\n{DEPLOY_BLOCK}\n\n{HINT}"
     assert [call["instructions"] for call in second.calls] == [expected] * 3  # one block, every step, never two
@@ -95,8 +97,8 @@ def test_a_memory_saved_in_one_turn_is_in_the_instructions_of_every_step_of_the_
 
 
 def test_a_streamed_run_gets_the_block_once_on_every_step(live_server, agent_session):
-    agent_session.memory("save", **SAVE[1], scope="global")
-    model = ScriptedModel(("memory_get", {"name": "deploy_steps"}), "With buildkite.")
+    agent_session.memory("save", **SAVE[1])
+    model = ScriptedModel(GET, "With buildkite.")
     agent = Agent(name="coder", instructions=INSTRUCTIONS, model=model, tools=memoryd_tools(agent_session))
     config = RunConfig(call_model_input_filter=MemorydRecall(agent_session), tracing_disabled=True)
 
@@ -112,9 +114,8 @@ def test_a_streamed_run_gets_the_block_once_on_every_step(live_server, agent_ses
 
 
 def test_the_tail_placement_puts_one_reference_message_after_the_users_in_every_step(live_server, agent_session):
-    agent_session.memory("save", name="deploy_steps", content="we deploy with buildkite", description="how we deploy",
-                         scope="global")
-    model = ScriptedModel(("memory_get", {"name": "deploy_steps"}), "With buildkite.")
+    agent_session.memory("save", **SAVE[1])
+    model = ScriptedModel(GET, "With buildkite.")
     stale = {"role": "user", "content": "Reference data from memoryd, retrieved for this turn. <memories></memories>"}
     run(model, agent_session, [stale, {"role": "user", "content": "How do we deploy?"}],
         MemorydRecall(agent_session, placement="tail"))

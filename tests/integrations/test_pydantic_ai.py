@@ -28,8 +28,10 @@ from pydantic_ai.models.test import TestModel
 from tests.integrations.outages import outage
 
 INSTRUCTIONS = "You are a coding agent."
-SAVE = ("memory_save", {"name": "deploy_steps", "content": "we deploy with buildkite", "description": "how we deploy"})
-DEPLOY_BLOCK = ('<memories>\n  <memory name="deploy_steps" type="general" scope="global" description="how we deploy">'
+SAVE = ("memory_save", {"name": "deploy_steps", "content": "we deploy with buildkite", "description": "how we deploy",
+                        "scope": "workstream"})  # the test's own workstream: no other test sees it or counts it
+GET = ("memory_get", {"name": "deploy_steps", "scope": "workstream"})
+DEPLOY_BLOCK = ('<memories>\n  <memory name="deploy_steps" type="general" scope="workstream" description="how we deploy">'
                 'we deploy with buildkite</memory>\n</memories>')
 HINT = "You have 1 memory in scope. Use memory_search() or memory_list() to find more."
 
@@ -89,7 +91,7 @@ def turns_recorded(live_server, session_id: str) -> int:
 
 def test_a_memory_saved_in_one_turn_is_in_the_instructions_of_every_step_of_the_next(live_server, agent_session):
     first = Script(SAVE, ("memory_search", {"query": "buildkite"}), "Saved.")
-    second = Script(("memory_get", {"name": "deploy_steps"}), ("memory_list", {}), "With buildkite.")
+    second = Script(GET, ("memory_list", {}), "With buildkite.")
 
     async def scenario(session: Any) -> Any:
         memory = MemorydMemory(session)
@@ -113,10 +115,10 @@ def test_a_memory_saved_in_one_turn_is_in_the_instructions_of_every_step_of_the_
 
 
 def test_a_streamed_run_gets_the_block_once_on_every_step(live_server, agent_session):
-    script = Script(("memory_get", {"name": "deploy_steps"}), "With buildkite.")
+    script = Script(GET, "With buildkite.")
 
     async def scenario(session: Any) -> Any:
-        await session.memory("save", **SAVE[1], scope="global")
+        await session.memory("save", **SAVE[1])
         agent = Agent(FunctionModel(stream_function=script.stream), instructions=INSTRUCTIONS,
                       capabilities=[MemorydMemory(session)])
         async with agent.run_stream("How do we deploy?") as streamed:
@@ -129,11 +131,10 @@ def test_a_streamed_run_gets_the_block_once_on_every_step(live_server, agent_ses
 
 def test_the_tail_placement_adds_one_reference_part_after_the_users_and_never_to_the_history(live_server,
                                                                                             agent_session):
-    script = Script(("memory_get", {"name": "deploy_steps"}), "With buildkite.")
+    script = Script(GET, "With buildkite.")
 
     async def scenario(session: Any) -> Any:
-        await session.memory("save", name="deploy_steps", content="we deploy with buildkite",
-                             description="how we deploy", scope="global")
+        await session.memory("save", **SAVE[1])
         agent = Agent(FunctionModel(script), instructions=INSTRUCTIONS,
                       capabilities=[MemorydMemory(session, placement="tail")])
         stale = "Reference data from memoryd, retrieved for this turn. <memories></memories>"  # persisted elsewhere
@@ -155,7 +156,7 @@ def test_without_its_tools_the_block_comes_without_the_hint_that_names_them(live
     script = Script("With buildkite.")
 
     async def scenario(session: Any) -> Any:
-        await session.memory("save", **SAVE[1], scope="global")
+        await session.memory("save", **SAVE[1])
         agent = Agent(FunctionModel(script), instructions=INSTRUCTIONS,
                       capabilities=[MemorydMemory(session, tools=False)])
         return await agent.run("How do we deploy?")
