@@ -109,6 +109,8 @@ def test_a_memory_saved_in_one_turn_is_in_the_instructions_of_every_step_of_the_
     expected = f"{INSTRUCTIONS}\n\n{DEPLOY_BLOCK}\n\n{HINT}"
     assert [call["instructions"] for call in second.calls] == [expected] * 3  # one block, every step, never two
     assert second.user_texts(2) == ["Remember: we deploy with buildkite.", "How do we deploy?"]
+    # the history records each request's instructions as sent; its parts never hold a block
+    assert [message.instructions for message in two.new_messages() if isinstance(message, ModelRequest)] == [expected] * 3
     assert "we deploy with buildkite" in second.tool_returns(2)[-2]  # memory_get's text
     assert turns_recorded(live_server, agent_session["session_id"]) == 2  # memoryd asked once per user turn
     assert memory.last_turn.items[0].name == "deploy_steps"
