@@ -37,13 +37,13 @@ HINT = "You have 1 memory in scope. Use memory_search() or memory_list() to find
 
 
 class Script:
-    """A FunctionModel's function: each call answers the next step (a tool call, or the final text) and records
-    the instructions and the messages the model was sent."""
+    """A FunctionModel's function (``respond``, or ``stream``): each call answers the next step (a tool call, or
+    the final text) and records the instructions, the messages and the tools the model was sent."""
 
     def __init__(self, *steps: tuple[str, dict[str, Any]] | str) -> None:
         self.steps, self.calls = list(steps), []
 
-    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    def respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         self.calls.append({"instructions": info.instructions, "messages": list(messages),
                            "tools": [tool.name for tool in info.function_tools]})
         step = self.steps.pop(0)
@@ -53,7 +53,7 @@ class Script:
 
     async def stream(self, messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
         """The same script, streamed: a step's text, or its tool call, as one chunk."""
-        response = self(messages, info)
+        response = self.respond(messages, info)
         for part in response.parts:
             if isinstance(part, TextPart):
                 yield part.content
@@ -95,9 +95,9 @@ def test_a_memory_saved_in_one_turn_is_in_the_instructions_of_every_step_of_the_
 
     async def scenario(session: Any) -> Any:
         memory = MemorydMemory(session)
-        one = await Agent(FunctionModel(first), instructions=INSTRUCTIONS, capabilities=[memory]).run(
+        one = await Agent(FunctionModel(first.respond), instructions=INSTRUCTIONS, capabilities=[memory]).run(
             "Remember: we deploy with buildkite.")
-        two = await Agent(FunctionModel(second), instructions=INSTRUCTIONS, capabilities=[memory]).run(
+        two = await Agent(FunctionModel(second.respond), instructions=INSTRUCTIONS, capabilities=[memory]).run(
             "How do we deploy?", message_history=one.all_messages())
         return one, two, memory
 
@@ -137,7 +137,7 @@ def test_the_tail_placement_adds_one_reference_part_after_the_users_and_never_to
 
     async def scenario(session: Any) -> Any:
         await session.memory("save", **SAVE[1])
-        agent = Agent(FunctionModel(script), instructions=INSTRUCTIONS,
+        agent = Agent(FunctionModel(script.respond), instructions=INSTRUCTIONS,
                       capabilities=[MemorydMemory(session, placement="tail")])
         stale = "Reference data from memoryd, retrieved for this turn. <memories></memories>"  # persisted elsewhere
         return await agent.run("How do we deploy?", message_history=[ModelRequest(parts=[UserPromptPart(stale)]),
@@ -159,7 +159,7 @@ def test_without_its_tools_the_block_comes_without_the_hint_that_names_them(live
 
     async def scenario(session: Any) -> Any:
         await session.memory("save", **SAVE[1])
-        agent = Agent(FunctionModel(script), instructions=INSTRUCTIONS,
+        agent = Agent(FunctionModel(script.respond), instructions=INSTRUCTIONS,
                       capabilities=[MemorydMemory(session, tools=False)])
         return await agent.run("How do we deploy?")
 
@@ -172,7 +172,7 @@ def test_a_refusal_is_a_failed_tool_result_the_model_reads(live_server, agent_se
     script = Script(("memory_save", {**SAVE[1], "scope": "coordinator"}), "Sorry.")
 
     async def scenario(session: Any) -> Any:
-        agent = Agent(FunctionModel(script), instructions=INSTRUCTIONS, capabilities=[MemorydMemory(session)])
+        agent = Agent(FunctionModel(script.respond), instructions=INSTRUCTIONS, capabilities=[MemorydMemory(session)])
         return await agent.run("Remember how we deploy, for the coordinator.")
 
     assert with_session(live_server.base_url, agent_session, scenario).output == "Sorry."
@@ -197,7 +197,7 @@ def test_memoryd_down_or_silent_leaves_the_instructions_alone_and_the_run_goes_o
     script = Script("Fine.")
 
     async def scenario(session: Any) -> Any:
-        agent = Agent(FunctionModel(script), instructions=INSTRUCTIONS,
+        agent = Agent(FunctionModel(script.respond), instructions=INSTRUCTIONS,
                       capabilities=[MemorydMemory(session, timeout=0.3)])
         return await agent.run("How do we deploy? secret-word")
 
