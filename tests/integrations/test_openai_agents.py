@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Callable
+from contextlib import nullcontext
 from typing import Any
 
 import pytest
@@ -144,12 +145,13 @@ def test_the_tools_schemas_name_the_memory_types_and_scopes(agent_session):
     assert tools["memory_save"].strict_json_schema
 
 
-@pytest.mark.parametrize("where", ["down", "silent"])
-def test_memoryd_down_or_silent_leaves_the_instructions_alone_and_the_run_goes_on(live_server, caplog, where):
+@pytest.mark.parametrize("where", ["down", "silent", "refusing"])
+def test_memoryd_down_silent_or_refusing_leaves_the_instructions_alone_and_the_run_goes_on(live_server, caplog, where):
     agent = live_server.agent(f"openai agents {where}")
-    with outage(where) as url:
+    token = "mds_revoked" if where == "refusing" else agent["session_token"]  # a 401, which the SDK raises
+    with outage(where) if where != "refusing" else nullcontext(live_server.base_url) as url:
         with MemorydServer(url, max_retries=0) as server:
-            session = server.session(agent["session_id"], agent["session_token"])
+            session = server.session(agent["session_id"], token)
             model = ScriptedModel("Fine.")
             with caplog.at_level(logging.WARNING, "memoryd_sdk.integrations"):
                 result = run(model, session, "How do we deploy? secret-word", MemorydRecall(session, timeout=0.3))
