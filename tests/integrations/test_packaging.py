@@ -45,3 +45,11 @@ def test_an_integration_without_its_framework_names_the_extra_to_install(extra):
     done = python(f"import sys; sys.modules[{framework!r}] = None\n"
                   f"try:\n    import {module}\nexcept ImportError as error:\n    print(error)")
     assert f"pip install 'memoryd-sdk[{extra}]'" in done.stdout, done.stderr
+
+
+def test_every_sdk_package_is_packaged():
+    """The integrations ship with ``pip install ./sdk/python``, not only in an editable install."""
+    sdk = ROOT / "sdk" / "python"
+    declared = set(tomllib.loads((sdk / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(init.parent.relative_to(sdk).parts) for init in (sdk / "memoryd_sdk").rglob("__init__.py")}
+    assert found == declared
