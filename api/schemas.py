@@ -14,6 +14,7 @@ from typing import Any, cast
 from marshmallow import EXCLUDE, Schema, fields, validate
 from marshmallow import ValidationError as SchemaError
 
+from api.turn_schemas import ToolNamesSchema
 from events.types import EVENT_CLASSES
 from memoryd.domain import (
     REST_MAX_CONTENT,
@@ -307,6 +308,8 @@ class ToolCallSchema(Schema):
     limit = fields.Integer(metadata={"description": "default 20, capped at 50"})
     expected_version = fields.Integer(metadata={"description": "save or delete only if the memory is at this "
                                                                "version (get shows it); else ok is false"})
+    tool_names = fields.Nested(ToolNamesSchema, metadata={
+        "description": "the memory tool as the model sees it, which the answers name (as a turn's tool_names)"})
 
 
 class ToolResultSchema(Schema):
