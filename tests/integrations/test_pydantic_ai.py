@@ -181,6 +181,20 @@ def test_a_refusal_is_a_failed_tool_result_the_model_reads(live_server, agent_se
     assert "coordinator" in failure.model_response_str()
 
 
+def test_a_miss_points_the_model_at_this_frameworks_get_tool(live_server, agent_session):
+    script = Script(("memory_get", {"name": "deploy_steps"}), "Found it elsewhere.")
+
+    async def scenario(session: Any) -> Any:
+        await session.memory("save", **SAVE[1])
+        agent = Agent(FunctionModel(script.respond), instructions=INSTRUCTIONS, capabilities=[MemorydMemory(session)])
+        return await agent.run("What are the deploy steps?")
+
+    with_session(live_server.base_url, agent_session, scenario)
+    [miss] = script.calls[1]["messages"][-1].parts
+    assert miss.outcome == "failed"
+    assert "call memory_get(name='deploy_steps', scope='workstream')" in miss.model_response_str()
+
+
 def test_test_model_calls_every_tool_and_the_run_completes(live_server, agent_session):
     async def scenario(session: Any) -> Any:
         agent = Agent(TestModel(call_tools=["memory_list", "memory_search"]), capabilities=[MemorydMemory(session)])

@@ -134,6 +134,7 @@ def memory_functions(session: AnySession, refusal: Callable[[str], Exception]) -
 
     async def call(action: str, **arguments: Any) -> str:
         given = {name: value for name, value in arguments.items() if value is not None}
+        given["tool_names"] = TOOL_NAMES  # the tool's texts name the tools the model has ("call memory_get(...)")
         try:
             result: ToolResult = await _session_call(session, "memory", action, **given)
         except MemorydError as error:
