@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from commands.handlers import Claim, Dependencies
 from events.erasure import events_of, memories_selected
 from events.idempotency import IdempotencyKeys
+from events.redaction import redact
 from events.types import EventMetadata, MemoriesErased
 from memoryd.domain import SCOPES
 from memoryd.errors import NotFound, ValidationError
@@ -48,7 +49,7 @@ def erase_memories(command: EraseMemories, metadata: EventMetadata, deps: Depend
         targets = events_of(conn, memory_ids)
         erasure = MemoriesErased(memory_ids, sorted(targets), selector, reason)
         position = deps.store.append(f"erasure:{uuid.uuid4()}", 0, [erasure], metadata, claim)
-        deps.store.redact(conn, position, targets)
+        redact(conn, position, targets)
         forgotten = IdempotencyKeys.forget(conn, sorted(targets), memory_ids)
     return ErasureOutcome(erasure, position, forgotten)
 

@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Row, bindparam, func, insert, or_, select, true, update
@@ -34,14 +32,8 @@ from sqlalchemy.exc import IntegrityError
 from events.chain import (
     GENESIS,
     Checkpoint,
-    Verdict,
     chained,
-    check_storable,
-    erased_stream_id,
-    stored_row,
-    verify,
 )
-from events.erasure import erased_positions
 from events.types import (
     MEMORY_SAVED,
     MEMORY_UPDATED,
@@ -55,8 +47,7 @@ from events.types import (
 )
 from memoryd.db import Database, transaction_state
 from memoryd.driver import DriverStatement, failing_as
-from memoryd.errors import ValidationError
-from memoryd.schema import COMMON_EVENT_TYPES, event_gaps, event_head, event_type_is, events
+from memoryd.schema import COMMON_EVENT_TYPES, event_head, event_type_is, events
 from memoryd.text import check_document
 
 # With the schema's hash, names the lock that orders appends on PostgreSQL: one lock
@@ -65,31 +56,8 @@ APPEND_LOCK_CLASS = 0x6D656D6F
 
 
 AT_ONCE = 1_000  # positions per read of ``events_at``
-VERIFY_PAGE = 5_000  # events per read of the chain's walk
-
-
 class ConcurrencyConflict(Exception):
     """The stream moved past the expected version; reload and decide again."""
-
-
-@dataclass(frozen=True)
-class LogView:
-    """The whole log as one read saw it (``EventStore.whole_log``)."""
-
-    head: Checkpoint
-    gaps: list[tuple[int, int]]
-    erased: dict[int, int]  # redacted position -> the erasure's position
-    events: Iterator[RecordedEvent]
-
-
-class ImportRefused(ValidationError):
-    """An imported log whose chain does not verify: nothing of it was kept."""
-
-    def __init__(self, verdict: Verdict) -> None:
-        assert verdict.broken is not None
-        super().__init__(f"the imported log does not verify at position {verdict.broken.position}: "
-                         f"{verdict.broken.reason}; nothing was imported")
-        self.verdict = verdict
 
 
 # Built once: the statements every save, search and turn runs (building a statement costs more than running it).
@@ -101,24 +69,22 @@ _LAST = DriverStatement(_LAST_QUERY)
 _STREAM_OF_MEMORY = select(events.c.stream_id).where(
     events.c.payload[("memory", "memory_id")].as_string() == bindparam("memory_id")).limit(1)
 _STREAM = select(events).where(events.c.stream_id == bindparam("stream_id")).order_by(events.c.stream_version)
-_INSERT = insert(events)
-_INSERT_ONE = DriverStatement(_INSERT)
-_HEAD = select(event_head.c.position, event_head.c.hash).where(event_head.c.log == "events")
-_READ_HEAD = DriverStatement(_HEAD)
+INSERT_EVENTS = insert(events)
+_INSERT_ONE = DriverStatement(INSERT_EVENTS)
+HEAD = select(event_head.c.position, event_head.c.hash).where(event_head.c.log == "events")
+_READ_HEAD = DriverStatement(HEAD)
 _NEWEST = select(events.c.position, events.c.hash).order_by(events.c.position.desc()).limit(1)
-_MOVE_HEAD = update(event_head).where(event_head.c.log == "events").values(
+MOVE_HEAD = update(event_head).where(event_head.c.log == "events").values(
     position=bindparam("head_position"), hash=bindparam("head_hash"))
-_MOVE_HEAD_NOW = DriverStatement(_MOVE_HEAD)
-_INSERT_MOVING_HEAD = DriverStatement(insert(events).add_cte(_MOVE_HEAD.cte("moved_head")))  # PostgreSQL: one round trip
-_REDACT = update(events).where(events.c.position == bindparam("at")).values(
-    payload=bindparam("stub"), stream_id=bindparam("erased_stream"))
+_MOVE_HEAD_NOW = DriverStatement(MOVE_HEAD)
+_INSERT_MOVING_HEAD = DriverStatement(insert(events).add_cte(MOVE_HEAD.cte("moved_head")))  # PostgreSQL: one round trip
 _HOLDING = "append lock"  # in a transaction's state: it holds the append lock
 _READ_AHEAD = "read ahead"  # in a transaction's state: (stream id, its newest event), read by the lock's statement
 _HEAD_HELD = "head"  # in a transaction's state: the head (position, hash) as it stands under the append lock
 _APPENDED = "appended"  # in a transaction's state: the events it appended, in order
 # PostgreSQL: take the append lock, then lock and read the head (``take_append_lock`` says why both)
 _TAKE_LOCK = func.pg_advisory_xact_lock(APPEND_LOCK_CLASS, func.hashtext(func.current_schema())).is_not(None)
-_LOCK_HEAD = DriverStatement(_HEAD.where(_TAKE_LOCK).with_for_update())
+_LOCK_HEAD = DriverStatement(HEAD.where(_TAKE_LOCK).with_for_update())
 # The head, the head as the statement's snapshot saw it, and one stream's newest event (``hold_appends``)
 _SEEN = event_head.alias("seen")
 _NEWEST_OF_STREAM = _LAST_QUERY.subquery("newest")
@@ -189,8 +155,8 @@ class EventStore:
         sealed = list(chained(head_hash, head_position + 1, rows))
         moved = {"head_position": sealed[-1]["position"], "head_hash": sealed[-1]["hash"]}
         if len(sealed) > 1:
-            conn.execute(_INSERT, sealed)
-            conn.execute(_MOVE_HEAD, moved)
+            conn.execute(INSERT_EVENTS, sealed)
+            conn.execute(MOVE_HEAD, moved)
         elif conn.dialect.name == "postgresql":  # sent with the transaction's next statement or its commit
             with failing_as(conn, lambda error: _lost_race(rows) if isinstance(error, IntegrityError) else error):
                 _INSERT_MOVING_HEAD.defer(conn, sealed[0] | moved)
@@ -301,7 +267,7 @@ class EventStore:
     def chain_head(self) -> Checkpoint:
         """The highest position taken and the chain's hash there."""
         with self.database.read() as conn:
-            head = conn.execute(_HEAD).one()
+            head = conn.execute(HEAD).one()
         return Checkpoint(int(head.position), head.hash)
 
     def checkpoint(self) -> Checkpoint:
@@ -309,82 +275,6 @@ class EventStore:
         with self.database.read() as conn:
             newest = conn.execute(_NEWEST).first()
         return Checkpoint(int(newest.position), newest.hash) if newest else Checkpoint(0, GENESIS)
-
-    @contextmanager
-    def whole_log(self) -> Iterator[LogView]:
-        """The log as one consistent read: its head, gaps, erased positions and every event (read a page at a
-        time, in position order). Appends go on meanwhile; none of them is in this view."""
-        with self.database.consistent_read() as conn:
-            head = conn.execute(_HEAD).one()
-
-            def every_event() -> Iterator[RecordedEvent]:
-                position = 0
-                while batch := self.read_after(conn, position, VERIFY_PAGE):
-                    yield from batch
-                    position = batch[-1].position
-
-            yield LogView(Checkpoint(int(head.position), head.hash), _gaps(conn), erased_positions(conn),
-                          every_event())
-
-    def verify_chain(self, since: Checkpoint | None = None, progress: Callable[[int], None] | None = None) -> Verdict:
-        """Walk the whole log in one consistent read, a page at a time, and check its hash chain
-        (``events/chain.py``), up to its head and past it (an event past the head is a moved-back head)."""
-        with self.whole_log() as log:
-
-            def walked() -> Iterator[RecordedEvent]:
-                for event in log.events:
-                    yield event
-                    if progress is not None:
-                        progress(1)
-
-            return verify(walked(), log.head, log.gaps, since, log.erased)
-
-    def import_log(self, head: Checkpoint, gaps: Sequence[tuple[int, int]], log: Iterable[RecordedEvent],
-                   erased: dict[int, int]) -> Verdict:
-        """Into an empty log, every event as exported (positions, digests and hashes kept), its gaps and its
-        head, in one transaction, the chain checked as the events stream in: nothing is kept unless all of it
-        verifies (the verdict says where it broke)."""
-        with self.database.write() as conn:
-            self.hold_appends(conn)
-            if conn.execute(_HEAD).one().position or conn.execute(select(events.c.position).limit(1)).first():
-                raise ValidationError("the log is not empty: import into a new database (memoryd db upgrade creates one)")
-            pending: list[dict[str, Any]] = []
-
-            def inserted() -> Iterator[RecordedEvent]:
-                for event in log:
-                    check_storable([event.payload, event.metadata], f"the event at position {event.position}")
-                    pending.append(stored_row(event) | {"position": event.position, "hash": event.hash})
-                    if len(pending) >= VERIFY_PAGE:
-                        conn.execute(_INSERT, pending)
-                        pending.clear()
-                    yield event
-
-            verdict = verify(inserted(), head, gaps, erased=erased)
-            if verdict.broken is not None:
-                raise ImportRefused(verdict)
-            if pending:
-                conn.execute(_INSERT, pending)
-            if erased_positions(conn) != erased:  # the header's list must be the imported erasures' own
-                raise ValidationError("the export's header lists erased positions its memory.erase events do not")
-            if gaps:
-                conn.execute(insert(event_gaps), [{"first_position": first, "last_position": last}
-                                                  for first, last in gaps])
-            conn.execute(_MOVE_HEAD, {"head_position": head.position, "head_hash": head.hash})
-            transaction_state(conn).pop(_HEAD_HELD, None)  # moved here, not by an append
-        return verdict
-
-    def redact(self, conn: Connection, erased_by: int, memory_of: dict[int, str]) -> None:
-        """(In the erasure at ``erased_by``'s transaction) Replace the payloads of the events at ``memory_of``'s
-        positions by content-free stubs and their stream ids (which name the memory) by digests: the one
-        change the log ever takes. The chain keeps verifying (``events/chain.py``)."""
-        positions = sorted(memory_of)
-        for first in range(0, len(positions), AT_ONCE):  # databases cap bound parameters
-            chunk = positions[first:first + AT_ONCE]
-            streams = dict(conn.execute(select(events.c.position, events.c.stream_id)
-                                        .where(events.c.position.in_(chunk))).all())
-            conn.execute(_REDACT, [{"at": position, "stub": ErasedEvent.stub(erased_by, memory_of[position]),
-                                    "erased_stream": erased_stream_id(streams[position], erased_by)}
-                                   for position in chunk])
 
     def position_at(self, moment: dt.datetime) -> int:
         """The last position recorded at or before ``moment`` (aware); 0 before the first event."""
@@ -444,10 +334,6 @@ def _lost_race(rows: Sequence[dict[str, Any]]) -> ConcurrencyConflict:
     """What a unique key's refusal of appended rows means: another writer took the stream's next version."""
     streams = sorted({row["stream_id"] for row in rows})
     return ConcurrencyConflict(f"another writer moved {', '.join(streams[:3])} first")
-
-
-def _gaps(conn: Connection) -> list[tuple[int, int]]:
-    return [(int(first), int(last)) for first, last in conn.execute(select(event_gaps))]
 
 
 def _now() -> str:
