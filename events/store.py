@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from sqlalchemy import Connection, Row, bindparam, func, insert, or_, select, true, update
@@ -34,6 +35,7 @@ from events.chain import (
     Checkpoint,
     chained,
 )
+from events.transaction import AppendTransaction
 from events.types import (
     MEMORY_SAVED,
     MEMORY_UPDATED,
@@ -45,8 +47,8 @@ from events.types import (
     UnknownEvent,
     superseded_stream_id,
 )
-from memoryd.db import Database, transaction_state
-from memoryd.driver import DriverStatement, failing_as
+from memoryd.db import Database
+from memoryd.driver import DriverStatement
 from memoryd.schema import COMMON_EVENT_TYPES, event_head, event_type_is, events
 from memoryd.text import check_document
 
@@ -78,10 +80,6 @@ MOVE_HEAD = update(event_head).where(event_head.c.log == "events").values(
     position=bindparam("head_position"), hash=bindparam("head_hash"))
 _MOVE_HEAD_NOW = DriverStatement(MOVE_HEAD)
 _INSERT_MOVING_HEAD = DriverStatement(insert(events).add_cte(MOVE_HEAD.cte("moved_head")))  # PostgreSQL: one round trip
-_HOLDING = "append lock"  # in a transaction's state: it holds the append lock
-_READ_AHEAD = "read ahead"  # in a transaction's state: (stream id, its newest event), read by the lock's statement
-_HEAD_HELD = "head"  # in a transaction's state: the head (position, hash) as it stands under the append lock
-_APPENDED = "appended"  # in a transaction's state: the events it appended, in order
 # PostgreSQL: take the append lock, then lock and read the head (``take_append_lock`` says why both)
 _TAKE_LOCK = func.pg_advisory_xact_lock(APPEND_LOCK_CLASS, func.hashtext(func.current_schema())).is_not(None)
 _LOCK_HEAD = DriverStatement(HEAD.where(_TAKE_LOCK).with_for_update())
@@ -102,6 +100,10 @@ class EventStore:
     def __init__(self, database: Database) -> None:
         self.database = database
 
+    def transaction(self) -> AbstractContextManager[AppendTransaction]:
+        """A write transaction to append in (a command's, say): handed to every step that reads or writes in it."""
+        return self.database.transaction(AppendTransaction)
+
     def append(
         self,
         stream_id: str,
@@ -109,103 +111,116 @@ class EventStore:
         new_events: Sequence[DomainEvent],
         metadata: EventMetadata,
         claim: Callable[[Connection, int], None] | None = None,
+        *,
+        tx: AppendTransaction | None = None,
     ) -> int:
-        """Append after ``expected_version`` and return the last new position.
+        """Append after ``expected_version`` in ``tx`` (or a transaction of its own) and return the last new
+        position.
 
         ``claim`` runs inside the same transaction with the new position (to take
         an idempotency key); if it raises, nothing is appended.
         """
         appends = [(stream_id, expected_version + offset, event) for offset, event in enumerate(new_events, start=1)]
-        return self.append_many(appends, metadata, claim)[-1]
+        return self.append_many(appends, metadata, claim, tx=tx)[-1]
 
     def append_many(
         self,
         appends: Sequence[tuple[str, int, DomainEvent]],
         metadata: EventMetadata,
         claim: Callable[[Connection, int], None] | None = None,
+        *,
+        tx: AppendTransaction | None = None,
     ) -> list[int]:
-        """Append ``(stream_id, version, event)`` rows in one transaction: all or none."""
+        """Append ``(stream_id, version, event)`` rows in one transaction (``tx``, or one of its own): all or none."""
         recorded_at = _now()
         return self.append_rows([_row(stream_id, version, event, metadata, recorded_at)
-                                 for stream_id, version, event in appends], claim)
+                                 for stream_id, version, event in appends], claim, tx=tx)
 
-    def append_rows(self, rows: Sequence[dict[str, Any]],
-                    claim: Callable[[Connection, int], None] | None = None) -> list[int]:
+    def append_rows(self, rows: Sequence[dict[str, Any]], claim: Callable[[Connection, int], None] | None = None,
+                    *, tx: AppendTransaction | None = None) -> list[int]:
         """Append rows as stored (``stream_id``, ``stream_version``, ``event_type``, ``schema_version``,
-        ``payload``, ``meta``, ``recorded_at``) in one transaction, sealed into the chain: the positions.
+        ``payload``, ``meta``, ``recorded_at``) in one transaction (``tx``, or one of its own), sealed into the
+        chain: the positions.
 
         ``append_many`` builds them from domain events; an event of a type this code does not
         define (another version wrote it) goes through here too, and so through the chain.
         """
         try:
-            with self.database.write() as conn:
-                positions = self._append_sealed(conn, rows)
-                if claim is not None:
-                    claim(conn, positions[-1])
+            if tx is not None:
+                return self._append_sealed(tx, rows, claim)
+            with self.transaction() as own:
+                return self._append_sealed(own, rows, claim)
         except IntegrityError as error:
             raise _lost_race(rows) from error
-        return positions
 
-    def _append_sealed(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[int]:
-        """(In a write transaction) The positions after the head, the rows sealed at them, the head moved."""
-        take_append_lock(conn)
-        state = transaction_state(conn)
-        state.pop(_READ_AHEAD, None)  # what it read of a stream is older than this append
-        [(head_position, head_hash)] = [state.pop(_HEAD_HELD)] if _HEAD_HELD in state else _READ_HEAD.rows(conn)
+    def _append_sealed(self, tx: AppendTransaction, rows: Sequence[dict[str, Any]],
+                       claim: Callable[[Connection, int], None] | None) -> list[int]:
+        """The positions after the head, the rows sealed at them, the head moved; then ``claim``."""
+        _hold(tx)
+        tx.read_ahead = None  # what it read of a stream is older than this append
+        [(head_position, head_hash)] = [tx.head] if tx.head is not None else _READ_HEAD.rows(tx)
+        tx.head = None
         sealed = list(chained(head_hash, head_position + 1, rows))
         moved = {"head_position": sealed[-1]["position"], "head_hash": sealed[-1]["hash"]}
         if len(sealed) > 1:
-            conn.execute(INSERT_EVENTS, sealed)
-            conn.execute(MOVE_HEAD, moved)
-        elif conn.dialect.name == "postgresql":  # sent with the transaction's next statement or its commit
-            with failing_as(conn, lambda error: _lost_race(rows) if isinstance(error, IntegrityError) else error):
-                _INSERT_MOVING_HEAD.defer(conn, sealed[0] | moved)
+            tx.conn.execute(INSERT_EVENTS, sealed)
+            tx.conn.execute(MOVE_HEAD, moved)
+        elif tx.conn.dialect.name == "postgresql":  # sent with the transaction's next statement or its commit
+            with tx.failing_as(lambda error: _lost_race(rows) if isinstance(error, IntegrityError) else error):
+                _INSERT_MOVING_HEAD.defer(tx, sealed[0] | moved)
         else:
-            _INSERT_ONE.run(conn, sealed[0])
-            _MOVE_HEAD_NOW.run(conn, moved)
-        if _HOLDING in state:  # the head stays this transaction's until it commits: its next append reads it here
-            state[_HEAD_HELD] = (moved["head_position"], moved["head_hash"])
-        state.setdefault(_APPENDED, []).extend(_sealed_event(row) for row in sealed)
-        return [row["position"] for row in sealed]
+            _INSERT_ONE.run(tx, sealed[0])
+            _MOVE_HEAD_NOW.run(tx, moved)
+        if tx.holds_lock:  # the head stays this transaction's until it commits: its next append reads it here
+            tx.head = (moved["head_position"], moved["head_hash"])
+        tx.appended.extend(_sealed_event(row) for row in sealed)
+        positions = [row["position"] for row in sealed]
+        if claim is not None:
+            claim(tx.conn, positions[-1])
+        return positions
 
-    def last_events(self, stream_ids: set[str]) -> dict[str, RecordedEvent | None]:
-        """The newest event of each stream (None for a new stream), in one read."""
+    def last_events(self, stream_ids: set[str], tx: AppendTransaction | None = None
+                    ) -> dict[str, RecordedEvent | None]:
+        """The newest event of each stream (None for a new stream), in one read (in ``tx``, if given)."""
         newest = (select(events.c.stream_id, func.max(events.c.stream_version).label("version"))
                   .where(events.c.stream_id.in_(stream_ids)).group_by(events.c.stream_id).subquery())
         query = select(events).join(newest, (events.c.stream_id == newest.c.stream_id)
                                     & (events.c.stream_version == newest.c.version))
         found: dict[str, RecordedEvent | None] = dict.fromkeys(stream_ids)
-        with self.database.read() as conn:
+        with self.database.read(_within(tx)) as conn:
             for row in conn.execute(query):
                 found[row.stream_id] = _recorded(row)
         return found
 
-    def last_event(self, stream_id: str) -> RecordedEvent | None:
-        """The newest event of a stream: it alone holds the stream's state."""
-        with self.database.read() as conn:
-            read_ahead: tuple[str, RecordedEvent | None] | None = transaction_state(conn).pop(_READ_AHEAD, None)
-            if read_ahead is not None and read_ahead[0] == stream_id:
-                return read_ahead[1]  # read with the lock's statement; no append has moved the head since
-            found = _LAST.rows(conn, {"stream_id": stream_id})
+    def last_event(self, stream_id: str, tx: AppendTransaction | None = None) -> RecordedEvent | None:
+        """The newest event of a stream (in ``tx``, if given): it alone holds the stream's state."""
+        if tx is None:
+            with self.database.read() as conn:
+                found = _LAST.rows(conn, {"stream_id": stream_id})
+            return _recorded(found[0]) if found else None
+        read_ahead, tx.read_ahead = tx.read_ahead, None
+        if read_ahead is not None and read_ahead[0] == stream_id:
+            return read_ahead[1]  # read with the lock's statement; no append has moved the head since
+        found = _LAST.rows(tx, {"stream_id": stream_id})
         return _recorded(found[0]) if found else None
 
-    def event_at(self, position: int) -> RecordedEvent | None:
-        with self.database.read() as conn:
+    def event_at(self, position: int, tx: AppendTransaction | None = None) -> RecordedEvent | None:
+        with self.database.read(_within(tx)) as conn:
             row = conn.execute(select(events).where(events.c.position == position)).first()
         return _recorded(row) if row else None
 
-    def events_at(self, positions: Sequence[int]) -> dict[int, RecordedEvent]:
+    def events_at(self, positions: Sequence[int], tx: AppendTransaction | None = None) -> dict[int, RecordedEvent]:
         """The events at these positions as projections see them: a superseded one by its stand-in.
 
         Read ``AT_ONCE`` positions per statement (each binds two parameters: databases cap them)."""
         found: dict[int, RecordedEvent] = {}
         for first in range(0, len(positions), AT_ONCE):
-            found |= self._events_at(positions[first:first + AT_ONCE])
+            found |= self._events_at(positions[first:first + AT_ONCE], tx)
         return found
 
-    def _events_at(self, positions: Sequence[int]) -> dict[int, RecordedEvent]:
+    def _events_at(self, positions: Sequence[int], tx: AppendTransaction | None) -> dict[int, RecordedEvent]:
         wanted = {superseded_stream_id(position): position for position in positions}
-        with self.database.read() as conn:
+        with self.database.read(_within(tx)) as conn:
             rows = conn.execute(_AT, {"positions": list(positions), "streams": list(wanted)}).all()
         found = {row.position: _recorded(row) for row in rows if row.stream_id not in wanted}
         for row in rows:  # in log order, so the newest supersede of a position wins, as in ``stand_in``
@@ -234,21 +249,15 @@ class EventStore:
         found = [_recorded(row).to_domain() for row in rows]
         return {event.position: event for event in found if isinstance(event, EventSuperseded)}
 
-    def stream(self, stream_id: str) -> list[RecordedEvent]:
+    def stream(self, stream_id: str, tx: AppendTransaction | None = None) -> list[RecordedEvent]:
         """Every event of one stream, in version order (as recorded: supersedes are not applied)."""
-        with self.database.read() as conn:
+        with self.database.read(_within(tx)) as conn:
             return [_recorded(row) for row in conn.execute(_STREAM, {"stream_id": stream_id})]
 
-    def stream_of_memory(self, memory_id: str) -> str | None:
+    def stream_of_memory(self, memory_id: str, tx: AppendTransaction | None = None) -> str | None:
         """The stream that holds the memory ``memory_id`` (a scan of the log's payloads: no index yet)."""
-        with self.database.read() as conn:
+        with self.database.read(_within(tx)) as conn:
             return conn.execute(_STREAM_OF_MEMORY, {"memory_id": memory_id}).scalar()
-
-    def appended(self, conn: Connection) -> list[RecordedEvent]:
-        """The events ``conn``'s transaction appended, in position order, as stored (they are the log's newest:
-        the transaction holds the append lock); an in-process projection applies them from here. Empty
-        after a savepoint rolled back (what it appended is gone): the projection then reads the log."""
-        return list(transaction_state(conn).get(_APPENDED, []))
 
     def read_after(self, conn: Connection, position: int, limit: int) -> list[RecordedEvent]:
         return [_recorded(row) for row in conn.execute(_AFTER, {"position": position, "limit": limit})]
@@ -288,7 +297,7 @@ class EventStore:
         with self.database.read() as conn:
             return int(conn.execute(select(func.coalesce(func.max(events.c.position), 0))).scalar_one())
 
-    def hold_appends(self, conn: Connection, reading: str | None = None) -> None:
+    def hold_appends(self, tx: AppendTransaction, reading: str | None = None) -> None:
         """(In a write transaction) Queue every other append until this transaction ends, so what it reads of
         the log stays the whole log until it commits: a command decides on a stream nobody can change under
         it (not even an erasure, which moves a stream's events out of it), and an erasure misses no racing
@@ -302,32 +311,40 @@ class EventStore:
         subquery keeps the snapshot's head. Every change to a stream (append, erasure, import) moves the
         head under the lock, so when the two heads differ the stream may have changed since the snapshot,
         and ``last_event`` reads it again."""
-        state = transaction_state(conn)
-        if reading is None or _HOLDING in state:
-            take_append_lock(conn)
+        if reading is None or tx.holds_lock:
+            _hold(tx)
             return
-        postgres = conn.dialect.name == "postgresql"
+        postgres = tx.conn.dialect.name == "postgresql"
         statement = _LOCK_HEAD_AND_NEWEST if postgres else _READ_HEAD_AND_NEWEST
-        [(head_position, head_hash, seen_position, *newest)] = statement.rows(conn, {"stream_id": reading})
-        state[_HEAD_HELD] = (head_position, head_hash)
-        if postgres:
-            state[_HOLDING] = True
+        [(head_position, head_hash, seen_position, *newest)] = statement.rows(tx, {"stream_id": reading})
+        tx.head = (head_position, head_hash)
+        tx.holds_lock = postgres
         if seen_position == head_position:
-            state[_READ_AHEAD] = (reading, None if newest[0] is None else _recorded(tuple(newest)))
+            tx.read_ahead = (reading, None if newest[0] is None else _recorded(tuple(newest)))
 
 
 def take_append_lock(conn: Connection) -> None:
-    """(PostgreSQL) Take the append lock for this transaction, once: it is held until the transaction ends.
+    """(PostgreSQL) Take the append lock for ``conn``'s transaction, which appends nothing (it writes beside the
+    log, and no append may commit meanwhile): it is held until the transaction ends."""
+    if conn.dialect.name == "postgresql":
+        _LOCK_HEAD.rows(conn)
+
+
+def _hold(tx: AppendTransaction) -> None:
+    """(PostgreSQL) Take the append lock for ``tx``, once: it is held until the transaction ends.
 
     One statement takes it and reads the head, which the transaction's first append then uses. The advisory
     lock queues appenders in order of arrival (a row lock alone let newcomers overtake waiters: at 8 writers
     its p95 was 2.5 times the advisory lock's, ``bench/bench_appends.py``). Waiting in it, the statement has
     already read the head as its snapshot saw it; ``FOR UPDATE`` then finds the row changed by the append
     it waited for and reads the newest version (READ COMMITTED's re-check), so the head is never stale."""
-    state = transaction_state(conn)
-    if conn.dialect.name == "postgresql" and _HOLDING not in state:
-        [state[_HEAD_HELD]] = _LOCK_HEAD.rows(conn)
-        state[_HOLDING] = True
+    if tx.conn.dialect.name == "postgresql" and not tx.holds_lock:
+        [tx.head] = _LOCK_HEAD.rows(tx)
+        tx.holds_lock = True
+
+
+def _within(tx: AppendTransaction | None) -> Connection | None:
+    return tx.conn if tx is not None else None
 
 
 def _lost_race(rows: Sequence[dict[str, Any]]) -> ConcurrencyConflict:

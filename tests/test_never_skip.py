@@ -20,6 +20,7 @@ import pytest
 from sqlalchemy import Connection, insert, select, text
 
 from events.store import EventStore
+from events.transaction import AppendTransaction
 from events.types import EventMetadata, MemorySaved, memory_stream_id
 from events.whole_log import verify_chain
 from memoryd.db import Database
@@ -56,9 +57,9 @@ class SlowCommitDatabase(Database):
 class UnorderedEventStore(EventStore):
     """A naive store (the hazard, for contrast): positions from the table's sequence, appends not serialized."""
 
-    def _append_sealed(self, conn: Connection, rows: Any) -> list[int]:
+    def _append_sealed(self, tx: AppendTransaction, rows: Any, claim: Any) -> list[int]:
         unsealed = insert(events).returning(events.c.position)
-        return [conn.execute(unsealed, row | {"payload_sha256": "", "hash": ""}).scalar_one() for row in rows]
+        return [tx.conn.execute(unsealed, row | {"payload_sha256": "", "hash": ""}).scalar_one() for row in rows]
 
 
 def _memory(index: int) -> MemorySaved:
@@ -141,8 +142,8 @@ def _behind_an_open_append(services: Any, stream_id: str, waiting: Callable[[], 
     holding, release = threading.Event(), threading.Event()
 
     def hold_then_commit() -> None:
-        with services.database.unit():  # the append joins this transaction, which holds the lock until it ends
-            services.store.append(stream_id, 0, [_memory(1)], EventMetadata())
+        with services.store.transaction() as tx:  # the append is in this transaction, which holds the lock until it ends
+            services.store.append(stream_id, 0, [_memory(1)], EventMetadata(), tx=tx)
             holding.set()
             release.wait(10)
 
@@ -169,9 +170,9 @@ def test_a_stream_read_while_waiting_for_the_lock_is_read_again_after_the_append
 
     def read_after_waiting() -> None:
         try:
-            with services.database.unit() as conn:
-                store.hold_appends(conn, reading=stream)
-                seen.append(store.last_event(stream))
+            with store.transaction() as tx:
+                store.hold_appends(tx, reading=stream)
+                seen.append(store.last_event(stream, tx))
         except BaseException as error:  # the assertion below reports it
             seen.append(error)
 
@@ -194,10 +195,10 @@ def test_a_position_held_by_an_open_transaction_is_passed_only_after_it_rolls_ba
 
     def open_then_roll_back() -> None:
         try:
-            with services.database.write() as conn:
+            with store.transaction() as tx:
                 row = {"stream_id": "memory:held", "stream_version": 1, "event_type": "memory.save", "schema_version": 1,
                        "payload": {"memory": _memory(999).memory.to_dict()}, "meta": {}, "recorded_at": "2026-01-01T00:00:00Z"}
-                held_position.extend(store._append_sealed(conn, [row]))
+                held_position.extend(store.append_rows([row], tx=tx))
                 holding.set()
                 release.wait(10)
                 raise RolledBack
