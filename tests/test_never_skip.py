@@ -14,10 +14,10 @@ import random
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
-from sqlalchemy import Connection, insert, select, text
+from sqlalchemy import insert, select, text
 
 from events.store import EventStore
 from events.transaction import AppendTransaction
@@ -25,6 +25,7 @@ from events.types import EventMetadata, MemorySaved, memory_stream_id
 from events.whole_log import verify_chain
 from memoryd.db import Database
 from memoryd.domain import Memory
+from memoryd.driver import Transaction
 from memoryd.schema import events, projection_gaps
 from projections.projector import Projector
 from tests.conftest import make_services
@@ -38,19 +39,20 @@ EVENTS_PER_RUN = 2_400
 # The default suite runs 3: 7,200 events with slow concurrent commits and not one skipped (the control
 # test below shows the same reader does skip when appends are not serialized).
 RUNS = int(os.environ.get("MEMORYD_NEVER_SKIP_RUNS", "3"))
+T = TypeVar("T", bound=Transaction)
 
 
 class SlowCommitDatabase(Database):
-    """Holds every write transaction open 0-4 ms (seeded) before it commits."""
+    """Holds every write transaction (appends and catch-ups) open 0-4 ms (seeded) before it commits."""
 
     def __init__(self, url: str, seed: int) -> None:
         super().__init__(url)
         self.random = random.Random(seed)
 
     @contextmanager
-    def write(self, *, isolated: bool = False) -> Iterator[Connection]:
-        with super().write(isolated=isolated) as conn:
-            yield conn
+    def transaction(self, kind: type[T]) -> Iterator[T]:
+        with super().transaction(kind) as tx:
+            yield tx
             threading.Event().wait(self.random.uniform(0, 0.004))
 
 
