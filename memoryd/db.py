@@ -203,18 +203,15 @@ def _create_engine(url: str) -> Engine:
     (PostgreSQL's own ``DETAIL`` may still quote a row)."""
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
-        return _tracking_transactions(create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20, hide_parameters=True))
+        engine = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20, hide_parameters=True)
+        send_deferred_writes(engine)
+        return engine
     if (path := sqlite_file(url)) is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
                            hide_parameters=True)
     event.listen(engine, "connect", _configure_sqlite_connection)
     event.listen(engine, "begin", _begin_sqlite_transaction)
-    return _tracking_transactions(engine)
-
-
-def _tracking_transactions(engine: Engine) -> Engine:
-    send_deferred_writes(engine)
     return engine
 
 
