@@ -8,8 +8,6 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar, overload
 
-from sqlalchemy import Connection
-
 from commands.erasure import EraseMemories, ErasureOutcome, erase_memories
 from commands.handlers import (
     Dependencies,
@@ -41,8 +39,8 @@ from commands.restore import RestoreMemory, restore_memory
 from commands.supersede import SupersedeEvent, SupersedeOutcome, supersede_event
 from events.idempotency import IdempotencyClaim, IdempotencyKeys
 from events.store import ConcurrencyConflict
+from events.transaction import AppendTransaction
 from events.types import EventMetadata
-from memoryd.driver import failing_as
 from memoryd.errors import Conflict
 
 MAX_ATTEMPTS = 25
@@ -75,10 +73,10 @@ AnyOutcome = Outcome | ProjectOutcome | SupersedeOutcome | ErasureOutcome
 class Dispatcher(Protocol):
     """Gets projections to catch up after an append (in-process, or via workers)."""
 
-    def appending(self, position: int) -> bool:
-        """Inside the command's transaction, after its append: True if the projections reached ``position``
-        in it (an in-process projection then commits with the append). Raising rolls the command back; it
-        runs again without this step, and ``appended`` projects after its commit. So does a write it
+    def appending(self, tx: AppendTransaction, position: int) -> bool:
+        """Inside the command's transaction ``tx``, after its append: True if the projections reached
+        ``position`` in it (an in-process projection then commits with the append). Raising rolls the command
+        back; it runs again without this step, and ``appended`` projects after its commit. So does a write it
         deferred (``memoryd.driver``) that fails only when the command commits."""
 
     def appended(self, position: int, projected: bool) -> None:
@@ -132,7 +130,7 @@ class CommandBus:
         handler = HANDLERS[type(command)]
         outcome: AnyOutcome
         reading = command.stream_id if isinstance(command, OneMemoryCommand) else None
-        outcome, projected = self._in_one_transaction(lambda: handler(command, metadata, self.deps, take_key),
+        outcome, projected = self._in_one_transaction(lambda tx: handler(tx, command, metadata, self.deps, take_key),
                                                       lambda outcome: outcome.position, reading)
         if outcome.position is not None:
             self.dispatcher.appended(outcome.position, projected)
@@ -140,7 +138,7 @@ class CommandBus:
 
     def handle_many(self, commands: list[SaveMemory], metadata: EventMetadata) -> list[Outcome]:
         """Save a batch in one transaction (bulk imports), then tell the projections once."""
-        outcomes, projected = self._in_one_transaction(lambda: save_many(commands, metadata, self.deps),
+        outcomes, projected = self._in_one_transaction(lambda tx: save_many(tx, commands, metadata, self.deps),
                                                        lambda outcomes: outcomes[-1].position if outcomes else None)
         if outcomes:
             self.dispatcher.appended(outcomes[-1].position, projected)
@@ -152,14 +150,15 @@ class CommandBus:
         key is taken with the append."""
         take_key = (lambda conn, position: self.keys.claim(conn, claim, position)) if claim else None
         outcomes, projected = self._in_one_transaction(
-            lambda: write_many(commands, metadata, self.deps, take_key), _last_position)
+            lambda tx: write_many(tx, commands, metadata, self.deps, take_key), _last_position)
         if (position := _last_position(outcomes)) is not None:
             self.dispatcher.appended(position, projected)
         return outcomes
 
-    def _in_one_transaction(self, run: Callable[[], R], position_of: Callable[[R], int | None],
+    def _in_one_transaction(self, run: Callable[[AppendTransaction], R], position_of: Callable[[R], int | None],
                             reading: str | None = None) -> tuple[R, bool]:
-        """``run`` and the in-process projection in one transaction (and whether that projected it); when
+        """``run`` and the in-process projection in one transaction, handed to both (and whether that projected
+        it); when
         another writer appended to the same stream first, all of it is rolled back and run again on the new
         state, a bounded number of times. ``reading`` is the stream ``run`` decides on, if the command names
         it: the statement that takes the append lock reads it too.
@@ -170,13 +169,13 @@ class CommandBus:
         project, conflicts = True, 0
         while True:
             try:
-                with self.deps.store.database.unit() as conn:
+                with self.deps.store.transaction() as tx:
                     # decided on a state that stays the stream's until commit
-                    self.deps.store.hold_appends(conn, reading=reading)
-                    with failing_as(conn, _AppendFailed):  # a deferred insert's trouble, wherever it surfaces
-                        outcome = run()
+                    self.deps.store.hold_appends(tx, reading=reading)
+                    with tx.failing_as(_AppendFailed):  # a deferred insert's trouble, wherever it surfaces
+                        outcome = run(tx)
                     position = position_of(outcome)
-                    projected = project and position is not None and self._appending(conn, position)
+                    projected = project and position is not None and self._appending(tx, position)
                 return outcome, projected
             except ConcurrencyConflict as conflict:
                 conflicts += 1
@@ -190,10 +189,10 @@ class CommandBus:
                           "catching up after it", failed.position, exc_info=failed.__cause__)
                 project = False
 
-    def _appending(self, conn: Connection, position: int) -> bool:
+    def _appending(self, tx: AppendTransaction, position: int) -> bool:
         try:
-            with failing_as(conn, lambda error: _ProjectAfterCommit(position)):  # its deferred writes, at commit
-                return self.dispatcher.appending(position)
+            with tx.failing_as(lambda error: _ProjectAfterCommit(position)):  # its deferred writes, at commit
+                return self.dispatcher.appending(tx, position)
         except (ConcurrencyConflict, _AppendFailed):  # the append's own deferred write, sent by the step
             raise
         except Exception as error:

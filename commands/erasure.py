@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from commands.handlers import Claim, Dependencies
 from events.erasure import events_of, memories_selected
 from events.idempotency import IdempotencyKeys
+from events.redaction import redact
+from events.transaction import AppendTransaction
 from events.types import EventMetadata, MemoriesErased
 from memoryd.domain import SCOPES
 from memoryd.errors import NotFound, ValidationError
@@ -37,19 +39,19 @@ class ErasureOutcome:
     idempotency_keys_forgotten: int
 
 
-def erase_memories(command: EraseMemories, metadata: EventMetadata, deps: Dependencies, claim: Claim = None
-                   ) -> ErasureOutcome:
+def erase_memories(tx: AppendTransaction, command: EraseMemories, metadata: EventMetadata, deps: Dependencies,
+                   claim: Claim = None) -> ErasureOutcome:
+    """In the command's transaction ``tx``: found, recorded, redacted together."""
     selector, reason = checked(command)
-    with deps.store.database.write() as conn:  # the command's own transaction: found, recorded, redacted together
-        deps.store.hold_appends(conn)  # no write to these memories can land between finding and redacting them
-        memory_ids = memories_selected(conn, selector)
-        if not memory_ids:
-            raise NotFound("nothing to erase: no memory in the log matches (an erased memory is found no more)")
-        targets = events_of(conn, memory_ids)
-        erasure = MemoriesErased(memory_ids, sorted(targets), selector, reason)
-        position = deps.store.append(f"erasure:{uuid.uuid4()}", 0, [erasure], metadata, claim)
-        deps.store.redact(conn, position, targets)
-        forgotten = IdempotencyKeys.forget(conn, sorted(targets), memory_ids)
+    deps.store.hold_appends(tx)  # no write to these memories can land between finding and redacting them
+    memory_ids = memories_selected(tx.conn, selector)
+    if not memory_ids:
+        raise NotFound("nothing to erase: no memory in the log matches (an erased memory is found no more)")
+    targets = events_of(tx.conn, memory_ids)
+    erasure = MemoriesErased(memory_ids, sorted(targets), selector, reason)
+    position = deps.store.append(f"erasure:{uuid.uuid4()}", 0, [erasure], metadata, claim, tx=tx)
+    redact(tx.conn, position, targets)
+    forgotten = IdempotencyKeys.forget(tx.conn, sorted(targets), memory_ids)
     return ErasureOutcome(erasure, position, forgotten)
 
 

@@ -19,6 +19,7 @@ from sqlalchemy import Connection
 from commands.model import DeleteMemory, DeleteMemoryById, SaveMemory
 from events.store import EventStore
 from events.streams import MemoryLocator, current_memory
+from events.transaction import AppendTransaction
 from events.types import (
     DomainEvent,
     EventMetadata,
@@ -38,7 +39,7 @@ Claim = Callable[[Connection, int], None] | None  # runs in the append's transac
 class Users(Protocol):
     """Who exists (the directory answers): project owners and members must."""
 
-    def user_exists(self, user_id: str) -> bool: ...
+    def user_exists(self, user_id: str, within: Connection | None = None) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -60,9 +61,10 @@ class Outcome:
     version: int  # the stream's version after this write: the memory's ``ETag``
 
 
-def save_memory(command: SaveMemory, metadata: EventMetadata, deps: Dependencies, claim: Claim = None) -> Outcome:
-    return _decide_and_append(command.stream_id, lambda current: _decide_save(command, current, deps), metadata, deps,
-                              claim, command.expected_version)
+def save_memory(tx: AppendTransaction, command: SaveMemory, metadata: EventMetadata, deps: Dependencies,
+                claim: Claim = None) -> Outcome:
+    return _decide_and_append(tx, command.stream_id, lambda current: _decide_save(command, current, deps), metadata,
+                              deps, claim, command.expected_version)
 
 
 def _decide_save(command: SaveMemory, current: Memory | None, deps: Dependencies) -> MemoryEvent:
@@ -77,19 +79,20 @@ def _decide_save(command: SaveMemory, current: Memory | None, deps: Dependencies
     return MemoryUpdated(changed)
 
 
-def delete_memory(command: DeleteMemory, metadata: EventMetadata, deps: Dependencies, claim: Claim = None) -> Outcome:
+def delete_memory(tx: AppendTransaction, command: DeleteMemory, metadata: EventMetadata, deps: Dependencies,
+                  claim: Claim = None) -> Outcome:
     def decide(current: Memory | None) -> MemoryEvent:
         if current is None:
             raise NotFound(f"Memory '{command.name}' not found")
         return MemoryDeleted(current)
 
-    return _decide_and_append(command.stream_id, decide, metadata, deps, claim, command.expected_version)
+    return _decide_and_append(tx, command.stream_id, decide, metadata, deps, claim, command.expected_version)
 
 
 def delete_memory_by_id(
-    command: DeleteMemoryById, metadata: EventMetadata, deps: Dependencies, claim: Claim = None
+    tx: AppendTransaction, command: DeleteMemoryById, metadata: EventMetadata, deps: Dependencies, claim: Claim = None
 ) -> Outcome:
-    identity = deps.locator.identity_of(command.memory_id)
+    identity = deps.locator.identity_of(command.memory_id, tx.conn)
     if identity is None:
         raise NotFound("Memory not found")
     name, namespace = identity
@@ -100,10 +103,11 @@ def delete_memory_by_id(
         return MemoryDeleted(current)
 
     stream_id = memory_stream_id(name, namespace.scope, namespace.scope_id)
-    return _decide_and_append(stream_id, decide, metadata, deps, claim, command.expected_version)
+    return _decide_and_append(tx, stream_id, decide, metadata, deps, claim, command.expected_version)
 
 
 def _decide_and_append(
+    tx: AppendTransaction,
     stream_id: str,
     decide: Callable[[Memory | None], MemoryEvent],
     metadata: EventMetadata,
@@ -123,7 +127,7 @@ def _decide_and_append(
             raise VersionMismatch(expected_version, version)
         return event
 
-    event, position, version = append_decision(stream_id, checked, metadata, deps, claim)
+    event, position, version = append_decision(tx, stream_id, checked, metadata, deps, claim)
     return Outcome(event.memory, created=isinstance(event, MemorySaved), position=position, version=version)
 
 
@@ -131,6 +135,7 @@ E = TypeVar("E", bound=DomainEvent)
 
 
 def append_decision(
+    tx: AppendTransaction,
     stream_id: str,
     decide: Callable[[RecordedEvent | None], E],
     metadata: EventMetadata,
@@ -139,19 +144,20 @@ def append_decision(
 ) -> tuple[E, int, int]:
     """Load the stream's newest event, decide, append at that version (a race raises ``ConcurrencyConflict``):
     the event, its position and the stream's new version."""
-    last = deps.store.last_event(stream_id)
+    last = deps.store.last_event(stream_id, tx)
     event = decide(last)
     version = last.stream_version if last else 0
-    return event, deps.store.append(stream_id, version, [event], metadata, claim), version + 1
+    return event, deps.store.append(stream_id, version, [event], metadata, claim, tx=tx), version + 1
 
 
-def save_many(commands: list[SaveMemory], metadata: EventMetadata, deps: Dependencies) -> list[Outcome]:
+def save_many(tx: AppendTransaction, commands: list[SaveMemory], metadata: EventMetadata, deps: Dependencies
+              ) -> list[Outcome]:
     """Save a batch (bulk imports): decided together, appended together, all or none.
 
     A memory saved twice in one batch is created, then updated.
     """
     streams = [command.stream_id for command in commands]
-    latest = deps.store.last_events(set(streams))
+    latest = deps.store.last_events(set(streams), tx)
     versions = {stream: (event.stream_version if event else 0) for stream, event in latest.items()}
     state = {stream: current_memory(event) for stream, event in latest.items()}
     appends, created = [], []
@@ -161,7 +167,7 @@ def save_many(commands: list[SaveMemory], metadata: EventMetadata, deps: Depende
         versions[stream] += 1
         appends.append((stream, versions[stream], event))
         created.append(isinstance(event, MemorySaved))
-    positions = deps.store.append_many(appends, metadata)
+    positions = deps.store.append_many(appends, metadata, tx=tx)
     return [Outcome(event.memory, new, position, version)
             for (_, version, event), new, position in zip(appends, created, positions)]
 
@@ -169,13 +175,13 @@ def save_many(commands: list[SaveMemory], metadata: EventMetadata, deps: Depende
 Write = SaveMemory | DeleteMemory
 
 
-def write_many(commands: list[Write], metadata: EventMetadata, deps: Dependencies,
+def write_many(tx: AppendTransaction, commands: list[Write], metadata: EventMetadata, deps: Dependencies,
                claim: Claim = None) -> list[Outcome | None]:
     """Save and delete a batch: each decided on the state the writes before it left, appended together, all or
     none. None for a delete that found nothing and was told that is fine (``missing_ok``); a refusal names the
     write (``writes[2]: ...``)."""
     streams = [command.stream_id for command in commands]
-    latest = deps.store.last_events(set(streams))
+    latest = deps.store.last_events(set(streams), tx)
     versions = {stream: (event.stream_version if event else 0) for stream, event in latest.items()}
     state = {stream: current_memory(event) for stream, event in latest.items()}
     appends: list[tuple[str, int, MemoryEvent]] = []
@@ -194,7 +200,7 @@ def write_many(commands: list[Write], metadata: EventMetadata, deps: Dependencie
         versions[stream] += 1
         decided.append(len(appends))
         appends.append((stream, versions[stream], event))
-    positions = deps.store.append_many(appends, metadata, claim) if appends else []
+    positions = deps.store.append_many(appends, metadata, claim, tx=tx) if appends else []
     return [None if row is None else Outcome(appends[row][2].memory, isinstance(appends[row][2], MemorySaved),
                                              positions[row], appends[row][1]) for row in decided]
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from commands.handlers import Claim, Dependencies, Outcome, append_decision
 from events.streams import current_memory, stream_of
+from events.transaction import AppendTransaction
 from events.types import EventMetadata, MemoryDeleted, MemoryEvent, MemorySaved, MemoryUpdated, RecordedEvent
 from memoryd.domain import Memory
 from memoryd.errors import Conflict, NotFound, ValidationError
@@ -26,12 +27,12 @@ class RestoreMemory:
     version: int
 
 
-def restore_memory(command: RestoreMemory, metadata: EventMetadata, deps: Dependencies, claim: Claim = None
-                   ) -> Outcome:
-    stream_id = stream_of(deps.store, deps.locator, command.memory_id)
+def restore_memory(tx: AppendTransaction, command: RestoreMemory, metadata: EventMetadata, deps: Dependencies,
+                   claim: Claim = None) -> Outcome:
+    stream_id = stream_of(deps.store, deps.locator, command.memory_id, tx)
     if stream_id is None:
         raise NotFound("Memory not found")
-    wanted = _version(deps, stream_id, command)
+    wanted = _version(tx, deps, stream_id, command)
 
     def decide(last: RecordedEvent | None) -> MemoryEvent:
         current = current_memory(last)
@@ -44,16 +45,16 @@ def restore_memory(command: RestoreMemory, metadata: EventMetadata, deps: Depend
         return MemoryUpdated(replace(current, description=wanted.description, content=wanted.content,
                                      type=wanted.type, updated=now))
 
-    event, position, version = append_decision(stream_id, decide, metadata, deps, claim)
+    event, position, version = append_decision(tx, stream_id, decide, metadata, deps, claim)
     return Outcome(event.memory, created=isinstance(event, MemorySaved), position=position, version=version)
 
 
-def _version(deps: Dependencies, stream_id: str, command: RestoreMemory) -> Memory:
+def _version(tx: AppendTransaction, deps: Dependencies, stream_id: str, command: RestoreMemory) -> Memory:
     """The memory as version ``command.version`` left it, as the projections applied it."""
-    found = [event for event in deps.store.stream(stream_id) if event.stream_version == command.version]
+    found = [event for event in deps.store.stream(stream_id, tx) if event.stream_version == command.version]
     if not found:
         raise NotFound(f"the memory has no version {command.version}")
-    applied = deps.store.events_at([found[0].position])[found[0].position].to_domain()
+    applied = deps.store.events_at([found[0].position], tx)[found[0].position].to_domain()
     if not isinstance(applied, MemoryEvent) or applied.memory.memory_id != command.memory_id:
         raise NotFound(f"version {command.version} of the memory's name is another memory's")
     if isinstance(applied, MemoryDeleted):

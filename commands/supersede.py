@@ -14,6 +14,7 @@ from typing import Any
 
 from commands.handlers import Claim, Dependencies
 from events.store import ConcurrencyConflict
+from events.transaction import AppendTransaction
 from events.types import (
     EVENT_CLASSES,
     EventMetadata,
@@ -45,9 +46,9 @@ class SupersedeOutcome:
     position: int
 
 
-def supersede_event(command: SupersedeEvent, metadata: EventMetadata, deps: Dependencies, claim: Claim = None
-                    ) -> SupersedeOutcome:
-    original = deps.store.event_at(command.position)
+def supersede_event(tx: AppendTransaction, command: SupersedeEvent, metadata: EventMetadata, deps: Dependencies,
+                    claim: Claim = None) -> SupersedeOutcome:
+    original = deps.store.event_at(command.position, tx)
     if original is None:
         raise NotFound(f"no event at position {command.position}")
     if original.event_type == EventSuperseded.event_type:
@@ -59,7 +60,7 @@ def supersede_event(command: SupersedeEvent, metadata: EventMetadata, deps: Depe
     superseding = EventSuperseded(command.position, reason, replacement)
     _check_replacement(superseding, original)
     try:
-        position = deps.store.append(superseded_stream_id(command.position), 0, [superseding], metadata, claim)
+        position = deps.store.append(superseded_stream_id(command.position), 0, [superseding], metadata, claim, tx=tx)
     except ConcurrencyConflict:
         raise Conflict(f"the event at position {command.position} is already superseded") from None
     return SupersedeOutcome(superseding, position)

@@ -16,6 +16,7 @@ from typing import IO, Any
 from events.chain import CHAIN_FORMAT, Checkpoint
 from events.store import EventStore
 from events.types import RecordedEvent
+from events.whole_log import whole_log
 from memoryd.errors import ValidationError
 
 FORMAT = 1
@@ -26,7 +27,7 @@ _FIELDS = ("position", "stream_id", "stream_version", "event_type", "schema_vers
 def export_log(store: EventStore, target: IO[str]) -> int:
     """Write the header and every event, as one consistent read of the log saw them; the events written."""
     written = 0
-    with store.whole_log() as log:  # one consistent read: the header agrees with the events
+    with whole_log(store) as log:  # one consistent read: the header agrees with the events
         header = {"memoryd_events": FORMAT, "chain_format": CHAIN_FORMAT,
                   "head": {"position": log.head.position, "hash": log.head.hash}, "gaps": log.gaps,
                   "erased": sorted(log.erased.items())}

@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from sqlalchemy import Connection, Row, bindparam, func, insert, or_, select, true, update
@@ -34,14 +33,9 @@ from sqlalchemy.exc import IntegrityError
 from events.chain import (
     GENESIS,
     Checkpoint,
-    Verdict,
     chained,
-    check_storable,
-    erased_stream_id,
-    stored_row,
-    verify,
 )
-from events.erasure import erased_positions
+from events.transaction import AppendTransaction
 from events.types import (
     MEMORY_SAVED,
     MEMORY_UPDATED,
@@ -53,10 +47,9 @@ from events.types import (
     UnknownEvent,
     superseded_stream_id,
 )
-from memoryd.db import Database, transaction_state
-from memoryd.driver import DriverStatement, failing_as
-from memoryd.errors import ValidationError
-from memoryd.schema import COMMON_EVENT_TYPES, event_gaps, event_head, event_type_is, events
+from memoryd.db import Database
+from memoryd.driver import DriverStatement
+from memoryd.schema import COMMON_EVENT_TYPES, event_head, event_type_is, events
 from memoryd.text import check_document
 
 # With the schema's hash, names the lock that orders appends on PostgreSQL: one lock
@@ -65,31 +58,8 @@ APPEND_LOCK_CLASS = 0x6D656D6F
 
 
 AT_ONCE = 1_000  # positions per read of ``events_at``
-VERIFY_PAGE = 5_000  # events per read of the chain's walk
-
-
 class ConcurrencyConflict(Exception):
     """The stream moved past the expected version; reload and decide again."""
-
-
-@dataclass(frozen=True)
-class LogView:
-    """The whole log as one read saw it (``EventStore.whole_log``)."""
-
-    head: Checkpoint
-    gaps: list[tuple[int, int]]
-    erased: dict[int, int]  # redacted position -> the erasure's position
-    events: Iterator[RecordedEvent]
-
-
-class ImportRefused(ValidationError):
-    """An imported log whose chain does not verify: nothing of it was kept."""
-
-    def __init__(self, verdict: Verdict) -> None:
-        assert verdict.broken is not None
-        super().__init__(f"the imported log does not verify at position {verdict.broken.position}: "
-                         f"{verdict.broken.reason}; nothing was imported")
-        self.verdict = verdict
 
 
 # Built once: the statements every save, search and turn runs (building a statement costs more than running it).
@@ -101,24 +71,18 @@ _LAST = DriverStatement(_LAST_QUERY)
 _STREAM_OF_MEMORY = select(events.c.stream_id).where(
     events.c.payload[("memory", "memory_id")].as_string() == bindparam("memory_id")).limit(1)
 _STREAM = select(events).where(events.c.stream_id == bindparam("stream_id")).order_by(events.c.stream_version)
-_INSERT = insert(events)
-_INSERT_ONE = DriverStatement(_INSERT)
-_HEAD = select(event_head.c.position, event_head.c.hash).where(event_head.c.log == "events")
-_READ_HEAD = DriverStatement(_HEAD)
+INSERT_EVENTS = insert(events)
+_INSERT_ONE = DriverStatement(INSERT_EVENTS)
+HEAD = select(event_head.c.position, event_head.c.hash).where(event_head.c.log == "events")
+_READ_HEAD = DriverStatement(HEAD)
 _NEWEST = select(events.c.position, events.c.hash).order_by(events.c.position.desc()).limit(1)
-_MOVE_HEAD = update(event_head).where(event_head.c.log == "events").values(
+MOVE_HEAD = update(event_head).where(event_head.c.log == "events").values(
     position=bindparam("head_position"), hash=bindparam("head_hash"))
-_MOVE_HEAD_NOW = DriverStatement(_MOVE_HEAD)
-_INSERT_MOVING_HEAD = DriverStatement(insert(events).add_cte(_MOVE_HEAD.cte("moved_head")))  # PostgreSQL: one round trip
-_REDACT = update(events).where(events.c.position == bindparam("at")).values(
-    payload=bindparam("stub"), stream_id=bindparam("erased_stream"))
-_HOLDING = "append lock"  # in a transaction's state: it holds the append lock
-_READ_AHEAD = "read ahead"  # in a transaction's state: (stream id, its newest event), read by the lock's statement
-_HEAD_HELD = "head"  # in a transaction's state: the head (position, hash) as it stands under the append lock
-_APPENDED = "appended"  # in a transaction's state: the events it appended, in order
+_MOVE_HEAD_NOW = DriverStatement(MOVE_HEAD)
+_INSERT_MOVING_HEAD = DriverStatement(insert(events).add_cte(MOVE_HEAD.cte("moved_head")))  # PostgreSQL: one round trip
 # PostgreSQL: take the append lock, then lock and read the head (``take_append_lock`` says why both)
 _TAKE_LOCK = func.pg_advisory_xact_lock(APPEND_LOCK_CLASS, func.hashtext(func.current_schema())).is_not(None)
-_LOCK_HEAD = DriverStatement(_HEAD.where(_TAKE_LOCK).with_for_update())
+_LOCK_HEAD = DriverStatement(HEAD.where(_TAKE_LOCK).with_for_update())
 # The head, the head as the statement's snapshot saw it, and one stream's newest event (``hold_appends``)
 _SEEN = event_head.alias("seen")
 _NEWEST_OF_STREAM = _LAST_QUERY.subquery("newest")
@@ -136,6 +100,10 @@ class EventStore:
     def __init__(self, database: Database) -> None:
         self.database = database
 
+    def transaction(self) -> AbstractContextManager[AppendTransaction]:
+        """A write transaction to append in (a command's, say): handed to every step that reads or writes in it."""
+        return self.database.transaction(AppendTransaction)
+
     def append(
         self,
         stream_id: str,
@@ -143,103 +111,116 @@ class EventStore:
         new_events: Sequence[DomainEvent],
         metadata: EventMetadata,
         claim: Callable[[Connection, int], None] | None = None,
+        *,
+        tx: AppendTransaction | None = None,
     ) -> int:
-        """Append after ``expected_version`` and return the last new position.
+        """Append after ``expected_version`` in ``tx`` (or a transaction of its own) and return the last new
+        position.
 
         ``claim`` runs inside the same transaction with the new position (to take
         an idempotency key); if it raises, nothing is appended.
         """
         appends = [(stream_id, expected_version + offset, event) for offset, event in enumerate(new_events, start=1)]
-        return self.append_many(appends, metadata, claim)[-1]
+        return self.append_many(appends, metadata, claim, tx=tx)[-1]
 
     def append_many(
         self,
         appends: Sequence[tuple[str, int, DomainEvent]],
         metadata: EventMetadata,
         claim: Callable[[Connection, int], None] | None = None,
+        *,
+        tx: AppendTransaction | None = None,
     ) -> list[int]:
-        """Append ``(stream_id, version, event)`` rows in one transaction: all or none."""
+        """Append ``(stream_id, version, event)`` rows in one transaction (``tx``, or one of its own): all or none."""
         recorded_at = _now()
         return self.append_rows([_row(stream_id, version, event, metadata, recorded_at)
-                                 for stream_id, version, event in appends], claim)
+                                 for stream_id, version, event in appends], claim, tx=tx)
 
-    def append_rows(self, rows: Sequence[dict[str, Any]],
-                    claim: Callable[[Connection, int], None] | None = None) -> list[int]:
+    def append_rows(self, rows: Sequence[dict[str, Any]], claim: Callable[[Connection, int], None] | None = None,
+                    *, tx: AppendTransaction | None = None) -> list[int]:
         """Append rows as stored (``stream_id``, ``stream_version``, ``event_type``, ``schema_version``,
-        ``payload``, ``meta``, ``recorded_at``) in one transaction, sealed into the chain: the positions.
+        ``payload``, ``meta``, ``recorded_at``) in one transaction (``tx``, or one of its own), sealed into the
+        chain: the positions.
 
         ``append_many`` builds them from domain events; an event of a type this code does not
         define (another version wrote it) goes through here too, and so through the chain.
         """
         try:
-            with self.database.write() as conn:
-                positions = self._append_sealed(conn, rows)
-                if claim is not None:
-                    claim(conn, positions[-1])
+            if tx is not None:
+                return self._append_sealed(tx, rows, claim)
+            with self.transaction() as own:
+                return self._append_sealed(own, rows, claim)
         except IntegrityError as error:
             raise _lost_race(rows) from error
-        return positions
 
-    def _append_sealed(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[int]:
-        """(In a write transaction) The positions after the head, the rows sealed at them, the head moved."""
-        take_append_lock(conn)
-        state = transaction_state(conn)
-        state.pop(_READ_AHEAD, None)  # what it read of a stream is older than this append
-        [(head_position, head_hash)] = [state.pop(_HEAD_HELD)] if _HEAD_HELD in state else _READ_HEAD.rows(conn)
+    def _append_sealed(self, tx: AppendTransaction, rows: Sequence[dict[str, Any]],
+                       claim: Callable[[Connection, int], None] | None) -> list[int]:
+        """The positions after the head, the rows sealed at them, the head moved; then ``claim``."""
+        _hold(tx)
+        tx.read_ahead = None  # what it read of a stream is older than this append
+        [(head_position, head_hash)] = [tx.head] if tx.head is not None else _READ_HEAD.rows(tx)
+        tx.head = None
         sealed = list(chained(head_hash, head_position + 1, rows))
         moved = {"head_position": sealed[-1]["position"], "head_hash": sealed[-1]["hash"]}
         if len(sealed) > 1:
-            conn.execute(_INSERT, sealed)
-            conn.execute(_MOVE_HEAD, moved)
-        elif conn.dialect.name == "postgresql":  # sent with the transaction's next statement or its commit
-            with failing_as(conn, lambda error: _lost_race(rows) if isinstance(error, IntegrityError) else error):
-                _INSERT_MOVING_HEAD.defer(conn, sealed[0] | moved)
+            tx.conn.execute(INSERT_EVENTS, sealed)
+            tx.conn.execute(MOVE_HEAD, moved)
+        elif tx.conn.dialect.name == "postgresql":  # sent with the transaction's next statement or its commit
+            with tx.failing_as(lambda error: _lost_race(rows) if isinstance(error, IntegrityError) else error):
+                _INSERT_MOVING_HEAD.defer(tx, sealed[0] | moved)
         else:
-            _INSERT_ONE.run(conn, sealed[0])
-            _MOVE_HEAD_NOW.run(conn, moved)
-        if _HOLDING in state:  # the head stays this transaction's until it commits: its next append reads it here
-            state[_HEAD_HELD] = (moved["head_position"], moved["head_hash"])
-        state.setdefault(_APPENDED, []).extend(_sealed_event(row) for row in sealed)
-        return [row["position"] for row in sealed]
+            _INSERT_ONE.run(tx, sealed[0])
+            _MOVE_HEAD_NOW.run(tx, moved)
+        if tx.holds_lock:  # the head stays this transaction's until it commits: its next append reads it here
+            tx.head = (moved["head_position"], moved["head_hash"])
+        tx.appended.extend(_sealed_event(row) for row in sealed)
+        positions = [row["position"] for row in sealed]
+        if claim is not None:
+            claim(tx.conn, positions[-1])
+        return positions
 
-    def last_events(self, stream_ids: set[str]) -> dict[str, RecordedEvent | None]:
-        """The newest event of each stream (None for a new stream), in one read."""
+    def last_events(self, stream_ids: set[str], tx: AppendTransaction | None = None
+                    ) -> dict[str, RecordedEvent | None]:
+        """The newest event of each stream (None for a new stream), in one read (in ``tx``, if given)."""
         newest = (select(events.c.stream_id, func.max(events.c.stream_version).label("version"))
                   .where(events.c.stream_id.in_(stream_ids)).group_by(events.c.stream_id).subquery())
         query = select(events).join(newest, (events.c.stream_id == newest.c.stream_id)
                                     & (events.c.stream_version == newest.c.version))
         found: dict[str, RecordedEvent | None] = dict.fromkeys(stream_ids)
-        with self.database.read() as conn:
+        with self.database.read(_within(tx)) as conn:
             for row in conn.execute(query):
                 found[row.stream_id] = _recorded(row)
         return found
 
-    def last_event(self, stream_id: str) -> RecordedEvent | None:
-        """The newest event of a stream: it alone holds the stream's state."""
-        with self.database.read() as conn:
-            read_ahead: tuple[str, RecordedEvent | None] | None = transaction_state(conn).pop(_READ_AHEAD, None)
-            if read_ahead is not None and read_ahead[0] == stream_id:
-                return read_ahead[1]  # read with the lock's statement; no append has moved the head since
-            found = _LAST.rows(conn, {"stream_id": stream_id})
+    def last_event(self, stream_id: str, tx: AppendTransaction | None = None) -> RecordedEvent | None:
+        """The newest event of a stream (in ``tx``, if given): it alone holds the stream's state."""
+        if tx is None:
+            with self.database.read() as conn:
+                found = _LAST.rows(conn, {"stream_id": stream_id})
+            return _recorded(found[0]) if found else None
+        read_ahead, tx.read_ahead = tx.read_ahead, None
+        if read_ahead is not None and read_ahead[0] == stream_id:
+            return read_ahead[1]  # read with the lock's statement; no append has moved the head since
+        found = _LAST.rows(tx, {"stream_id": stream_id})
         return _recorded(found[0]) if found else None
 
-    def event_at(self, position: int) -> RecordedEvent | None:
-        with self.database.read() as conn:
+    def event_at(self, position: int, tx: AppendTransaction | None = None) -> RecordedEvent | None:
+        with self.database.read(_within(tx)) as conn:
             row = conn.execute(select(events).where(events.c.position == position)).first()
         return _recorded(row) if row else None
 
-    def events_at(self, positions: Sequence[int]) -> dict[int, RecordedEvent]:
+    def events_at(self, positions: Sequence[int], tx: AppendTransaction | None = None) -> dict[int, RecordedEvent]:
         """The events at these positions as projections see them: a superseded one by its stand-in.
 
         Read ``AT_ONCE`` positions per statement (each binds two parameters: databases cap them)."""
         found: dict[int, RecordedEvent] = {}
         for first in range(0, len(positions), AT_ONCE):
-            found |= self._events_at(positions[first:first + AT_ONCE])
+            found |= self._events_at(positions[first:first + AT_ONCE], tx)
         return found
 
-    def _events_at(self, positions: Sequence[int]) -> dict[int, RecordedEvent]:
+    def _events_at(self, positions: Sequence[int], tx: AppendTransaction | None) -> dict[int, RecordedEvent]:
         wanted = {superseded_stream_id(position): position for position in positions}
-        with self.database.read() as conn:
+        with self.database.read(_within(tx)) as conn:
             rows = conn.execute(_AT, {"positions": list(positions), "streams": list(wanted)}).all()
         found = {row.position: _recorded(row) for row in rows if row.stream_id not in wanted}
         for row in rows:  # in log order, so the newest supersede of a position wins, as in ``stand_in``
@@ -268,21 +249,15 @@ class EventStore:
         found = [_recorded(row).to_domain() for row in rows]
         return {event.position: event for event in found if isinstance(event, EventSuperseded)}
 
-    def stream(self, stream_id: str) -> list[RecordedEvent]:
+    def stream(self, stream_id: str, tx: AppendTransaction | None = None) -> list[RecordedEvent]:
         """Every event of one stream, in version order (as recorded: supersedes are not applied)."""
-        with self.database.read() as conn:
+        with self.database.read(_within(tx)) as conn:
             return [_recorded(row) for row in conn.execute(_STREAM, {"stream_id": stream_id})]
 
-    def stream_of_memory(self, memory_id: str) -> str | None:
+    def stream_of_memory(self, memory_id: str, tx: AppendTransaction | None = None) -> str | None:
         """The stream that holds the memory ``memory_id`` (a scan of the log's payloads: no index yet)."""
-        with self.database.read() as conn:
+        with self.database.read(_within(tx)) as conn:
             return conn.execute(_STREAM_OF_MEMORY, {"memory_id": memory_id}).scalar()
-
-    def appended(self, conn: Connection) -> list[RecordedEvent]:
-        """The events ``conn``'s transaction appended, in position order, as stored (they are the log's newest:
-        the transaction holds the append lock); an in-process projection applies them from here. Empty
-        after a savepoint rolled back (what it appended is gone): the projection then reads the log."""
-        return list(transaction_state(conn).get(_APPENDED, []))
 
     def read_after(self, conn: Connection, position: int, limit: int) -> list[RecordedEvent]:
         return [_recorded(row) for row in conn.execute(_AFTER, {"position": position, "limit": limit})]
@@ -301,7 +276,7 @@ class EventStore:
     def chain_head(self) -> Checkpoint:
         """The highest position taken and the chain's hash there."""
         with self.database.read() as conn:
-            head = conn.execute(_HEAD).one()
+            head = conn.execute(HEAD).one()
         return Checkpoint(int(head.position), head.hash)
 
     def checkpoint(self) -> Checkpoint:
@@ -309,82 +284,6 @@ class EventStore:
         with self.database.read() as conn:
             newest = conn.execute(_NEWEST).first()
         return Checkpoint(int(newest.position), newest.hash) if newest else Checkpoint(0, GENESIS)
-
-    @contextmanager
-    def whole_log(self) -> Iterator[LogView]:
-        """The log as one consistent read: its head, gaps, erased positions and every event (read a page at a
-        time, in position order). Appends go on meanwhile; none of them is in this view."""
-        with self.database.consistent_read() as conn:
-            head = conn.execute(_HEAD).one()
-
-            def every_event() -> Iterator[RecordedEvent]:
-                position = 0
-                while batch := self.read_after(conn, position, VERIFY_PAGE):
-                    yield from batch
-                    position = batch[-1].position
-
-            yield LogView(Checkpoint(int(head.position), head.hash), _gaps(conn), erased_positions(conn),
-                          every_event())
-
-    def verify_chain(self, since: Checkpoint | None = None, progress: Callable[[int], None] | None = None) -> Verdict:
-        """Walk the whole log in one consistent read, a page at a time, and check its hash chain
-        (``events/chain.py``), up to its head and past it (an event past the head is a moved-back head)."""
-        with self.whole_log() as log:
-
-            def walked() -> Iterator[RecordedEvent]:
-                for event in log.events:
-                    yield event
-                    if progress is not None:
-                        progress(1)
-
-            return verify(walked(), log.head, log.gaps, since, log.erased)
-
-    def import_log(self, head: Checkpoint, gaps: Sequence[tuple[int, int]], log: Iterable[RecordedEvent],
-                   erased: dict[int, int]) -> Verdict:
-        """Into an empty log, every event as exported (positions, digests and hashes kept), its gaps and its
-        head, in one transaction, the chain checked as the events stream in: nothing is kept unless all of it
-        verifies (the verdict says where it broke)."""
-        with self.database.write() as conn:
-            self.hold_appends(conn)
-            if conn.execute(_HEAD).one().position or conn.execute(select(events.c.position).limit(1)).first():
-                raise ValidationError("the log is not empty: import into a new database (memoryd db upgrade creates one)")
-            pending: list[dict[str, Any]] = []
-
-            def inserted() -> Iterator[RecordedEvent]:
-                for event in log:
-                    check_storable([event.payload, event.metadata], f"the event at position {event.position}")
-                    pending.append(stored_row(event) | {"position": event.position, "hash": event.hash})
-                    if len(pending) >= VERIFY_PAGE:
-                        conn.execute(_INSERT, pending)
-                        pending.clear()
-                    yield event
-
-            verdict = verify(inserted(), head, gaps, erased=erased)
-            if verdict.broken is not None:
-                raise ImportRefused(verdict)
-            if pending:
-                conn.execute(_INSERT, pending)
-            if erased_positions(conn) != erased:  # the header's list must be the imported erasures' own
-                raise ValidationError("the export's header lists erased positions its memory.erase events do not")
-            if gaps:
-                conn.execute(insert(event_gaps), [{"first_position": first, "last_position": last}
-                                                  for first, last in gaps])
-            conn.execute(_MOVE_HEAD, {"head_position": head.position, "head_hash": head.hash})
-            transaction_state(conn).pop(_HEAD_HELD, None)  # moved here, not by an append
-        return verdict
-
-    def redact(self, conn: Connection, erased_by: int, memory_of: dict[int, str]) -> None:
-        """(In the erasure at ``erased_by``'s transaction) Replace the payloads of the events at ``memory_of``'s
-        positions by content-free stubs and their stream ids (which name the memory) by digests: the one
-        change the log ever takes. The chain keeps verifying (``events/chain.py``)."""
-        positions = sorted(memory_of)
-        for first in range(0, len(positions), AT_ONCE):  # databases cap bound parameters
-            chunk = positions[first:first + AT_ONCE]
-            streams = dict(conn.execute(select(events.c.position, events.c.stream_id)
-                                        .where(events.c.position.in_(chunk))).all())
-            conn.execute(_REDACT, [{"at": position, "stub": ErasedEvent.stub(erased_by, memory_of[position]),
-                                    "erased_stream": erased_stream_id(streams[position], erased_by)}
-                                   for position in chunk])
 
     def position_at(self, moment: dt.datetime) -> int:
         """The last position recorded at or before ``moment`` (aware); 0 before the first event."""
@@ -398,7 +297,7 @@ class EventStore:
         with self.database.read() as conn:
             return int(conn.execute(select(func.coalesce(func.max(events.c.position), 0))).scalar_one())
 
-    def hold_appends(self, conn: Connection, reading: str | None = None) -> None:
+    def hold_appends(self, tx: AppendTransaction, reading: str | None = None) -> None:
         """(In a write transaction) Queue every other append until this transaction ends, so what it reads of
         the log stays the whole log until it commits: a command decides on a stream nobody can change under
         it (not even an erasure, which moves a stream's events out of it), and an erasure misses no racing
@@ -412,42 +311,46 @@ class EventStore:
         subquery keeps the snapshot's head. Every change to a stream (append, erasure, import) moves the
         head under the lock, so when the two heads differ the stream may have changed since the snapshot,
         and ``last_event`` reads it again."""
-        state = transaction_state(conn)
-        if reading is None or _HOLDING in state:
-            take_append_lock(conn)
+        if reading is None or tx.holds_lock:
+            _hold(tx)
             return
-        postgres = conn.dialect.name == "postgresql"
+        postgres = tx.conn.dialect.name == "postgresql"
         statement = _LOCK_HEAD_AND_NEWEST if postgres else _READ_HEAD_AND_NEWEST
-        [(head_position, head_hash, seen_position, *newest)] = statement.rows(conn, {"stream_id": reading})
-        state[_HEAD_HELD] = (head_position, head_hash)
-        if postgres:
-            state[_HOLDING] = True
+        [(head_position, head_hash, seen_position, *newest)] = statement.rows(tx, {"stream_id": reading})
+        tx.head = (head_position, head_hash)
+        tx.holds_lock = postgres
         if seen_position == head_position:
-            state[_READ_AHEAD] = (reading, None if newest[0] is None else _recorded(tuple(newest)))
+            tx.read_ahead = (reading, None if newest[0] is None else _recorded(tuple(newest)))
 
 
 def take_append_lock(conn: Connection) -> None:
-    """(PostgreSQL) Take the append lock for this transaction, once: it is held until the transaction ends.
+    """(PostgreSQL) Take the append lock for ``conn``'s transaction, which appends nothing (it writes beside the
+    log, and no append may commit meanwhile): it is held until the transaction ends."""
+    if conn.dialect.name == "postgresql":
+        _LOCK_HEAD.rows(conn)
+
+
+def _hold(tx: AppendTransaction) -> None:
+    """(PostgreSQL) Take the append lock for ``tx``, once: it is held until the transaction ends.
 
     One statement takes it and reads the head, which the transaction's first append then uses. The advisory
     lock queues appenders in order of arrival (a row lock alone let newcomers overtake waiters: at 8 writers
     its p95 was 2.5 times the advisory lock's, ``bench/bench_appends.py``). Waiting in it, the statement has
     already read the head as its snapshot saw it; ``FOR UPDATE`` then finds the row changed by the append
     it waited for and reads the newest version (READ COMMITTED's re-check), so the head is never stale."""
-    state = transaction_state(conn)
-    if conn.dialect.name == "postgresql" and _HOLDING not in state:
-        [state[_HEAD_HELD]] = _LOCK_HEAD.rows(conn)
-        state[_HOLDING] = True
+    if tx.conn.dialect.name == "postgresql" and not tx.holds_lock:
+        [tx.head] = _LOCK_HEAD.rows(tx)
+        tx.holds_lock = True
+
+
+def _within(tx: AppendTransaction | None) -> Connection | None:
+    return tx.conn if tx is not None else None
 
 
 def _lost_race(rows: Sequence[dict[str, Any]]) -> ConcurrencyConflict:
     """What a unique key's refusal of appended rows means: another writer took the stream's next version."""
     streams = sorted({row["stream_id"] for row in rows})
     return ConcurrencyConflict(f"another writer moved {', '.join(streams[:3])} first")
-
-
-def _gaps(conn: Connection) -> list[tuple[int, int]]:
-    return [(int(first), int(last)) for first, last in conn.execute(select(event_gaps))]
 
 
 def _now() -> str:

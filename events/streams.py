@@ -10,7 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from sqlalchemy import Connection
+
 from events.store import EventStore
+from events.transaction import AppendTransaction
 from events.types import (
     MemoryDeleted,
     MemoryEvent,
@@ -52,18 +55,20 @@ def live_project(store: EventStore, project_id: str) -> Project | None:
 
 
 class MemoryLocator(Protocol):
-    """Finds memories' identities (a read model answers; the streams decide)."""
+    """Finds memories' identities (a read model answers, in a command's transaction if given; the streams
+    decide)."""
 
-    def identity_of(self, memory_id: str) -> tuple[str, Namespace] | None: ...
+    def identity_of(self, memory_id: str, within: Connection | None = None) -> tuple[str, Namespace] | None: ...
 
-    def names_in(self, namespace: Namespace) -> list[str]: ...
+    def names_in(self, namespace: Namespace, within: Connection | None = None) -> list[str]: ...
 
 
-def stream_of(store: EventStore, locator: MemoryLocator, memory_id: str) -> str | None:
-    """The stream holding the memory ``memory_id``: a live one's from its identity, a deleted one's by a scan
-    of the log (None: the log never held it)."""
-    identity = locator.identity_of(memory_id)
+def stream_of(store: EventStore, locator: MemoryLocator, memory_id: str, tx: AppendTransaction | None = None
+              ) -> str | None:
+    """The stream holding the memory ``memory_id`` (read in ``tx``, if given): a live one's from its identity,
+    a deleted one's by a scan of the log (None: the log never held it)."""
+    identity = locator.identity_of(memory_id, tx.conn if tx is not None else None)
     if identity is None:
-        return store.stream_of_memory(memory_id)
+        return store.stream_of_memory(memory_id, tx)
     name, namespace = identity
     return memory_stream_id(name, namespace.scope, namespace.scope_id)

@@ -62,7 +62,7 @@ def build_services(config: Config) -> Services:
     turns = TurnComposer(store, database, directory, search, config.memory)
     erasures = Erasures(bus, store, projector, search, config.server.write_wait_ms / 1000)
     sessions = Sessions(database, directory, config.auth.session_idle_days)
-    identities = Identities(database, store, directory, sessions, dispatcher.appended, config.auth.default_token_days)
+    identities = Identities(store, directory, sessions, dispatcher.appended, config.auth.default_token_days)
     return Services(config, database, store, projector, memory_table, bus, directory, idempotency, redis, queue,
                     search, sessions, tool, turns, Workstreams(directory, store), erasures, identities, locator)
 

@@ -13,14 +13,14 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError, OperationalError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from memoryd.driver import send_deferred, send_deferred_writes
+from memoryd.driver import Transaction, opened, send_deferred_writes
 from memoryd.errors import DatabaseUnavailable
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -28,24 +28,7 @@ _PASSWORD_IN_URL = re.compile(r"(?<=://)([^:/@]*:)([^@]*)@")  # user:password@, 
 # PostgreSQL's SQLSTATEs for a server that is going away, starting, or full: class 08 (connection exceptions) too
 _SERVER_AWAY = frozenset({"57P01", "57P02", "57P03", "53300"})
 _SQLITE_AWAY = frozenset({"SQLITE_BUSY", "SQLITE_CANTOPEN"})  # locked past the busy timeout; the file unreachable
-_TRANSACTION_STATE = "memoryd_transaction_state"  # in a connection's info: (its transaction, the state)
-
-
-def transaction_state(conn: Connection) -> dict[str, Any]:
-    """A dict that lives as long as ``conn``'s current transaction: what the transaction holds (the append
-    lock) or wrote (the events it appended), forgotten when it commits or rolls back, and when one of its
-    savepoints rolls back (which may have released a lock or dropped rows): what it held is then taken again
-    or read back."""
-    transaction = conn.get_transaction()
-    held = conn.info.get(_TRANSACTION_STATE)
-    if held is None or held[0] is not transaction:
-        held = conn.info[_TRANSACTION_STATE] = (transaction, {})
-    return held[1]
-
-
-def _forget_transaction_state(conn: Connection, *_savepoint: Any) -> None:
-    if not conn.invalidated:  # an invalidated connection's info is gone with it (and asking for it raises)
-        conn.info.pop(_TRANSACTION_STATE, None)
+T = TypeVar("T", bound=Transaction)
 
 
 class Database:
@@ -59,7 +42,6 @@ class Database:
             raise unavailable(url, error) from None
         self._writer = self.engine.execution_options(sqlite_begin="IMMEDIATE")
         self._snapshot = threading.local()
-        self._unit = threading.local()
         self._drains: list[Callable[[], None]] = []
 
     @property
@@ -67,11 +49,11 @@ class Database:
         return self.engine.dialect.name
 
     @contextmanager
-    def read(self) -> Iterator[Connection]:
-        """A read transaction of its own, or the thread's open ``unit`` or ``snapshot`` (begun by its first read)."""
-        unit = getattr(self._unit, "conn", None)
-        if unit is not None:
-            yield unit
+    def read(self, within: Connection | None = None) -> Iterator[Connection]:
+        """The caller's open transaction ``within`` (a command reading what it decides on), else the thread's
+        open ``snapshot`` (begun by its first read), else a read transaction of its own."""
+        if within is not None:
+            yield within
             return
         snapshot = getattr(self._snapshot, "open", None)
         if snapshot is None:
@@ -120,21 +102,11 @@ class Database:
                 conn.close()  # rolls the read transaction back: nothing was written
 
     @contextmanager
-    def write(self, *, isolated: bool = False) -> Iterator[Connection]:
-        """A transaction that commits on success and rolls back on any error.
-
-        Inside a ``unit`` it is the unit's transaction; ``isolated``, a savepoint of it, so that its error
-        rolls back only what it wrote.
-        """
-        unit = getattr(self._unit, "conn", None)
-        if unit is not None:
-            if not isolated:
-                yield unit
-                return
-            send_deferred(unit)  # what precedes the savepoint fails outside it, where its caller expects a failure
-            with unit.begin_nested():
-                yield unit
-                send_deferred(unit)  # inside the savepoint, so that a deferred write's failure rolls back to it
+    def write(self, within: Connection | None = None) -> Iterator[Connection]:
+        """The caller's open transaction ``within``, else a transaction of its own that commits on success and
+        rolls back on any error."""
+        if within is not None:
+            yield within
             return
         if getattr(self._snapshot, "open", None) is not None:
             raise RuntimeError("a write inside a snapshot: the snapshot's later reads would not see it")
@@ -142,23 +114,20 @@ class Database:
             yield conn
 
     @contextmanager
-    def unit(self) -> Iterator[Connection]:
-        """One write transaction that every ``read`` and ``write`` on this thread joins until it ends.
+    def transaction(self, kind: type[T]) -> Iterator[T]:
+        """A write transaction as a ``kind`` of ``Transaction``, which whoever writes in it is handed: it commits
+        with the writes it deferred (one round trip) on success and rolls back on any error.
 
         A command's load, decision, append and in-process projection then cost one transaction and commit
-        together, and its reads see its own writes. A unit inside a unit is refused: a command run again
-        after a lost race must start from a fresh transaction, not one an error has aborted.
+        together, and its reads see its own writes.
         """
-        if getattr(self._unit, "conn", None) is not None:
-            raise RuntimeError("a unit inside a unit: each command is a transaction of its own")
         if getattr(self._snapshot, "open", None) is not None:
-            raise RuntimeError("a unit inside a snapshot: the snapshot's later reads would not see its writes")
-        with self._writer.begin() as conn:
-            self._unit.conn = conn
-            try:
-                yield conn
-            finally:
-                self._unit.conn = None
+            raise RuntimeError("a transaction inside a snapshot: the snapshot's later reads would not see its writes")
+        with self._writer.connect() as conn, conn.begin():
+            tx = kind(conn)
+            with opened(tx):
+                yield tx
+                tx.send_with_commit()
 
     def before_dispose(self, drain: Callable[[], None]) -> None:
         """Run ``drain`` first when this database is disposed (a writer thread's last writes, say), so
@@ -234,20 +203,15 @@ def _create_engine(url: str) -> Engine:
     (PostgreSQL's own ``DETAIL`` may still quote a row)."""
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
-        return _tracking_transactions(create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20, hide_parameters=True))
+        engine = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20, hide_parameters=True)
+        send_deferred_writes(engine)
+        return engine
     if (path := sqlite_file(url)) is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
                            hide_parameters=True)
     event.listen(engine, "connect", _configure_sqlite_connection)
     event.listen(engine, "begin", _begin_sqlite_transaction)
-    return _tracking_transactions(engine)
-
-
-def _tracking_transactions(engine: Engine) -> Engine:
-    send_deferred_writes(engine)  # first: a commit sends them before the transaction's state is forgotten
-    for ended in ("commit", "rollback", "rollback_savepoint"):
-        event.listen(engine, ended, _forget_transaction_state)
     return engine
 
 

@@ -110,26 +110,28 @@ class Directory:
         self.database = database
         self.touches = touches or Touches(database)
 
-    def create_user(self, name: str, within: Callable[[Connection, UserRecord], None] | None = None) -> str:
-        """A new user; a name already taken is a ``Conflict``. ``within`` runs in the same transaction."""
+    def create_user(self, name: str, within: Callable[[Connection, UserRecord], None] | None = None, *,
+                    conn: Connection | None = None) -> str:
+        """A new user; a name already taken is a ``Conflict``. ``within`` runs in the same transaction: ``conn``'s,
+        if given (the caller's, which records it), else one of its own."""
         checked_text(name, "name")
         if not name.strip():
             raise ValidationError("name must not be empty")
         user = UserRecord(str(uuid.uuid4()), name, utc_timestamp(), None)
         try:
-            with self.database.write(isolated=True) as conn:
-                if conn.execute(select(users.c.user_id).where(users.c.name == name)).first() is not None:
+            with self.database.write(conn) as writing:
+                if writing.execute(select(users.c.user_id).where(users.c.name == name)).first() is not None:
                     raise Conflict(f"a user named {name!r} already exists")
-                conn.execute(insert(users).values(user_id=user.user_id, name=name, created=user.created))
+                writing.execute(insert(users).values(user_id=user.user_id, name=name, created=user.created))
                 if within is not None:
-                    within(conn, user)
+                    within(writing, user)
         except IntegrityError:  # a racing create of the same name won
             raise Conflict(f"a user named {name!r} already exists") from None
         return user.user_id
 
-    def user(self, user_id: str) -> UserRecord | None:
-        with self.database.read() as conn:
-            row = conn.execute(select(users).where(users.c.user_id == user_id)).first()
+    def user(self, user_id: str, conn: Connection | None = None) -> UserRecord | None:
+        with self.database.read(conn) as reading:
+            row = reading.execute(select(users).where(users.c.user_id == user_id)).first()
         return UserRecord(row.user_id, row.name, row.created, row.deactivated_at) if row else None
 
     def user_named(self, name: str) -> UserRecord | None:
@@ -137,23 +139,25 @@ class Directory:
             row = conn.execute(select(users).where(users.c.name == name)).first()
         return UserRecord(row.user_id, row.name, row.created, row.deactivated_at) if row else None
 
-    def set_user_active(self, user_id: str, active: bool) -> tuple[UserRecord, bool]:
-        """Deactivate or reactivate; the user and whether it changed (doing it twice changes nothing)."""
-        found = self.user(user_id)
+    def set_user_active(self, user_id: str, active: bool, conn: Connection | None = None) -> tuple[UserRecord, bool]:
+        """Deactivate or reactivate (in ``conn``'s transaction if given); the user and whether it changed (doing
+        it twice changes nothing)."""
+        found = self.user(user_id, conn)
         if found is None:
             raise NotFound(f"user not found: {user_id}")
         if found.active == active:
             return found, False
         deactivated_at = None if active else utc_timestamp()
-        with self.database.write() as conn:
-            conn.execute(update(users).where(users.c.user_id == user_id).values(deactivated_at=deactivated_at))
+        with self.database.write(conn) as writing:
+            writing.execute(update(users).where(users.c.user_id == user_id).values(deactivated_at=deactivated_at))
         return UserRecord(found.user_id, found.name, found.created, deactivated_at), True
 
     def create_token(
         self, user_id: str, scopes: list[str], permissions: list[str], value: str | None = None, *,
-        name: str = "", expires_at: str | None = None,
+        name: str = "", expires_at: str | None = None, conn: Connection | None = None,
     ) -> tuple[str, str]:
-        """Return ``(token_id, clear token)``; ``value`` adopts a token chosen by the operator."""
+        """Return ``(token_id, clear token)``; ``value`` adopts a token chosen by the operator. In ``conn``'s
+        transaction if given."""
         unknown = [scope for scope in scopes if scope not in TOKEN_SCOPES]
         if unknown or not scopes:
             raise ValidationError(f"scopes must be some of {', '.join(TOKEN_SCOPES)} (got {', '.join(scopes) or 'none'})")
@@ -167,13 +171,13 @@ class Directory:
         prefix = value[:SHOWN_PREFIX] if value.startswith(TOKEN_PREFIX) and len(value) >= 40 else ""
         record = TokenRecord(str(uuid.uuid4()), prefix, name, user_id, list(scopes), list(permissions), utc_timestamp(),
                              expires_at, None, None)
-        with self.database.write() as conn:
-            user = conn.execute(select(users.c.deactivated_at).where(users.c.user_id == user_id)).first()
+        with self.database.write(conn) as writing:
+            user = writing.execute(select(users.c.deactivated_at).where(users.c.user_id == user_id)).first()
             if user is None:
                 raise NotFound(f"user not found: {user_id}")
             if user.deactivated_at is not None:
                 raise Conflict(f"user {user_id} is deactivated: reactivate it first")
-            conn.execute(
+            writing.execute(
                 insert(tokens).values(
                     token_id=record.token_id,
                     user_id=user_id,
@@ -188,21 +192,22 @@ class Directory:
             )
         return record.token_id, value
 
-    def token(self, token_id: str) -> TokenRecord | None:
-        with self.database.read() as conn:
-            row = conn.execute(select(tokens).where(tokens.c.token_id == token_id)).first()
+    def token(self, token_id: str, conn: Connection | None = None) -> TokenRecord | None:
+        with self.database.read(conn) as reading:
+            row = reading.execute(select(tokens).where(tokens.c.token_id == token_id)).first()
         return token_record(row) if row else None
 
-    def revoke_token(self, token_id: str) -> tuple[TokenRecord, bool]:
-        """Revoke it; the token and whether it changed (revoking twice changes nothing)."""
-        found = self.token(token_id)
+    def revoke_token(self, token_id: str, conn: Connection | None = None) -> tuple[TokenRecord, bool]:
+        """Revoke it (in ``conn``'s transaction if given); the token and whether it changed (revoking twice
+        changes nothing)."""
+        found = self.token(token_id, conn)
         if found is None:
             raise NotFound(f"token not found: {token_id}")
         if found.revoked_at is not None:
             return found, False
         revoked_at = utc_timestamp()
-        with self.database.write() as conn:
-            conn.execute(update(tokens).where(tokens.c.token_id == token_id).values(revoked_at=revoked_at))
+        with self.database.write(conn) as writing:
+            writing.execute(update(tokens).where(tokens.c.token_id == token_id).values(revoked_at=revoked_at))
         return token_record_with(found, revoked_at=revoked_at), True
 
     def verify(self, value: str) -> Principal:
@@ -235,8 +240,8 @@ class Directory:
         except Refused:
             return None
 
-    def user_exists(self, user_id: str) -> bool:
-        with self.database.read() as conn:
+    def user_exists(self, user_id: str, within: Connection | None = None) -> bool:
+        with self.database.read(within) as conn:
             return conn.execute(select(users.c.user_id).where(users.c.user_id == user_id)).first() is not None
 
     def has_tokens(self) -> bool:
@@ -274,9 +279,9 @@ class Directory:
             raise NotFound("Workstream not found")
         return found
 
-    def workstream(self, workstream_id: str) -> Workstream | None:
-        with self.database.read() as conn:
-            row = conn.execute(_WORKSTREAM, {"workstream_id": workstream_id}).first()
+    def workstream(self, workstream_id: str, conn: Connection | None = None) -> Workstream | None:
+        with self.database.read(conn) as reading:
+            row = reading.execute(_WORKSTREAM, {"workstream_id": workstream_id}).first()
         if row is None:
             return None
         return Workstream(row.workstream_id, row.name, row.owner_user_id, row.project_id, bool(row.persona_memory))

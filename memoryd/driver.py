@@ -15,12 +15,12 @@ open transaction; only the hot statements use it, everything else stays on Core.
 also what it does not feed: its statements reach neither SQLAlchemy's ``before_cursor_execute`` events nor
 its ``echo`` log (``bench/bench_saves.py --breakdown`` counts them by wrapping ``_send``, which runs them all).
 
-A change whose result its caller does not need can be *deferred* (``DriverStatement.defer``): on PostgreSQL
-(psycopg's pipeline mode) it is bound at once and sent with the transaction's next statement, or with its
-``COMMIT``, in the same round trip. Each round trip costs about 90 µs on loopback, and a save's event row,
-checkpoint step, read-model row and commit took four of them. The server sees the same statements in the same
-order; only the moment its answer arrives moves, so a failure is raised where the write is sent, named as
-whoever deferred it asked (``failing_as``). A rollback or a rolled-back savepoint drops what was never sent.
+A change whose result its caller does not need can be *deferred* (``DriverStatement.defer``) in a
+``Transaction``: on PostgreSQL (psycopg's pipeline mode) it is bound at once and sent with the transaction's
+next statement, or with its ``COMMIT``, in the same round trip. Each round trip costs about 90 µs on loopback,
+and a save's event row, checkpoint step, read-model row and commit took four of them. The server sees the same
+statements in the same order; only the moment its answer arrives moves, so a failure is raised where the write
+is sent, named as whoever deferred it asked (``Transaction.failing_as``). A rollback drops what was never sent.
 Elsewhere (SQLite has no round trips) a deferred change runs at once.
 """
 
@@ -41,8 +41,9 @@ from sqlalchemy.sql.compiler import Compiled
 from sqlalchemy.sql.elements import ColumnElement
 
 FailureName = Callable[[Exception], Exception]  # a deferred write's error -> the exception its deferrer raises
-_DEFERRED = "memoryd_deferred_writes"  # in a connection's info: (its transaction, the writes not yet sent)
-_FAILING_AS = "memoryd_failing_as"  # in a connection's info: the ``failing_as`` in force
+# In a connection's info while a ``Transaction`` is open on it: that transaction, for the engine's statement
+# hook (``send_deferred_writes``), which is given the connection alone.
+_OPEN_TRANSACTION = "memoryd_open_transaction"
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,53 @@ class _Deferred:
     failure: FailureName | None
 
 
+class Transaction:
+    """A write transaction: its connection, the writes it deferred and has not sent yet, and the name a failure
+    of one takes. ``memoryd.db.Database.transaction`` begins one, and commits it with its deferred writes (one
+    round trip); whoever writes in it is handed it."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.deferred: list[_Deferred] = []  # not yet sent, in order
+        self.failure: FailureName | None = None  # how a write deferred now is named if it fails
+
+    @contextmanager
+    def failing_as(self, name: FailureName) -> Iterator[None]:
+        """Within: a write deferred here that fails, wherever it is sent, raises ``name(error)`` in place of
+        ``error`` (the exception Core would raise), so its failure means what its deferrer says (a lost race, a
+        projection that stopped) and not what the statement that happened to send it was doing. A name that
+        gives the error back unchanged leaves it to the ``failing_as`` around this one. A lost connection keeps
+        its own error: whether a commit sent with it happened is unknown."""
+        outer = self.failure
+        self.failure = name if outer is None else _first_of(name, outer)
+        try:
+            yield
+        finally:
+            self.failure = outer
+
+    def send_deferred(self) -> None:
+        """Send the deferred writes now."""
+        _send(self.conn, self._take_deferred(), None)
+
+    def send_with_commit(self) -> None:
+        """The deferred writes and the ``COMMIT`` in one round trip (the driver then finds nothing to commit);
+        nothing when none is waiting."""
+        writes = self._take_deferred()
+        if writes:
+            cursor = self.conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+            try:
+                _send(self.conn, writes, ("COMMIT", None, cursor))
+            finally:
+                cursor.close()
+
+    def _take_deferred(self) -> list[_Deferred]:
+        writes, self.deferred = self.deferred, []
+        return writes
+
+
+Runs = Connection | Transaction  # where a statement runs: a transaction's deferred writes go first
+
+
 class DriverStatement:
     """A Core statement that runs on the driver's cursor (see the module docstring)."""
 
@@ -73,41 +121,40 @@ class DriverStatement:
         self.statement = statement
         self._prepared: dict[tuple[str, str], _Prepared] = {}  # by dialect and driver
 
-    def rows(self, conn: Connection, params: Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]:
+    def rows(self, on: Runs, params: Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]:
         """Run a query: its rows as tuples of the selected columns, decoded as Core would decode them."""
-        prepared, found = self._run(conn, params or {}, lambda cursor: cursor.fetchall())
+        prepared, found = self._run(on, params or {}, lambda cursor: cursor.fetchall())
         if not any(prepared.columns):
             return [tuple(row) for row in found]
         return [tuple(value if decode is None or value is None else decode(value)
                       for decode, value in zip(prepared.columns, row)) for row in found]
 
-    def run(self, conn: Connection, params: Mapping[str, Any] | None = None) -> int:
+    def run(self, on: Runs, params: Mapping[str, Any] | None = None) -> int:
         """Run a change: the rows it matched (the driver's ``rowcount``)."""
-        return int(self._run(conn, params or {}, lambda cursor: cursor.rowcount)[1])
+        return int(self._run(on, params or {}, lambda cursor: cursor.rowcount)[1])
 
-    def defer(self, conn: Connection, params: Mapping[str, Any] | None = None) -> None:
+    def defer(self, tx: Transaction, params: Mapping[str, Any] | None = None) -> None:
         """A change whose result nobody reads: bound now (a value its types cannot bind raises here; psycopg
-        dumps ``jsonb`` only when it is sent), sent with the transaction's next statement or its commit where a
-        round trip can carry several (see the module docstring), run now elsewhere. Its failure is raised as
-        the ``failing_as`` in force now names it."""
-        if conn.get_transaction() is None:
-            raise RuntimeError("a deferred write is sent with its transaction: begin one first")
-        prepared = self._prepared_for(conn.dialect)
-        write = _Deferred(prepared.sql, _bound(prepared, params or {}), conn.info.get(_FAILING_AS))
-        if _pipelines(conn.dialect.driver):
-            _deferred(conn, create=True).append(write)
+        dumps ``jsonb`` only when it is sent), sent with ``tx``'s next statement or its commit where a round
+        trip can carry several (see the module docstring), run now elsewhere. Its failure is raised as
+        ``tx``'s ``failing_as`` in force now names it."""
+        prepared = self._prepared_for(tx.conn.dialect)
+        write = _Deferred(prepared.sql, _bound(prepared, params or {}), tx.failure)
+        if _pipelines(tx.conn.dialect.driver):
+            tx.deferred.append(write)
         else:
-            _send(conn, [write], None)
+            _send(tx.conn, [write], None)
 
-    def _run(self, conn: Connection, params: Mapping[str, Any], result: Callable[[Any], Any]) -> tuple[_Prepared, Any]:
-        """Bind, execute (after the writes deferred before it, in one round trip) and read ``result`` off a
-        cursor of its own, closed after (it would keep the values, a memory's text among them, until its next
+    def _run(self, on: Runs, params: Mapping[str, Any], result: Callable[[Any], Any]) -> tuple[_Prepared, Any]:
+        """Bind, execute (after the writes ``on`` deferred before it, in one round trip) and read ``result`` off
+        a cursor of its own, closed after (it would keep the values, a memory's text among them, until its next
         statement)."""
+        conn, deferred = (on.conn, on._take_deferred()) if isinstance(on, Transaction) else (on, [])
         prepared = self._prepared_for(conn.dialect)
         bound = _bound(prepared, params)
         cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
         try:
-            _send(conn, _take_deferred(conn), (prepared.sql, bound, cursor))
+            _send(conn, deferred, (prepared.sql, bound, cursor))
             try:
                 return prepared, result(cursor)
             except Exception as error:
@@ -138,22 +185,6 @@ class DriverStatement:
         return prepared
 
 
-@contextmanager
-def failing_as(conn: Connection, name: FailureName) -> Iterator[None]:
-    """Within: a write deferred on ``conn`` that fails, wherever it is sent, raises ``name(error)`` in place of
-    ``error`` (the exception Core would raise), so its failure means what its deferrer says (a lost race, a
-    projection that stopped) and not what the statement that happened to send it was doing. A name that gives
-    the error back unchanged leaves it to the ``failing_as`` around this one. A lost connection keeps its own
-    error: whether a commit sent with it happened is unknown."""
-    info = conn.info  # once: a connection lost inside refuses to give it again until rolled back
-    outer = info.get(_FAILING_AS)
-    info[_FAILING_AS] = name if outer is None else _first_of(name, outer)
-    try:
-        yield
-    finally:
-        info[_FAILING_AS] = outer
-
-
 def _first_of(inner: FailureName, outer: FailureName) -> FailureName:
     def named(error: Exception) -> Exception:
         renamed = inner(error)
@@ -163,16 +194,25 @@ def _first_of(inner: FailureName, outer: FailureName) -> FailureName:
 
 
 def send_deferred_writes(engine: Engine) -> None:
-    """Make ``engine``'s connections send their deferred writes with their next Core statement and with their
-    commit (one round trip with the ``COMMIT``), and drop them with a rollback or a rolled-back savepoint (a
-    savepoint's own statement sent what preceded it). Registered before any other commit listener; nothing
-    to do on a driver that runs deferred writes at once."""
-    if not _pipelines(engine.dialect.driver):
+    """Make a ``Transaction`` on ``engine`` send its deferred writes before each Core statement it runs (whose
+    hook is given the connection alone: ``opened`` links the two). Nothing to do on a driver that runs
+    deferred writes at once."""
+    if _pipelines(engine.dialect.driver):
+        event.listen(engine, "before_cursor_execute", _send_before_statement)
+
+
+@contextmanager
+def opened(tx: Transaction) -> Iterator[None]:
+    """While ``tx`` is open: its connection's Core statements send its deferred writes first."""
+    if not _pipelines(tx.conn.dialect.driver):
+        yield
         return
-    event.listen(engine, "before_cursor_execute", _send_before_statement)
-    event.listen(engine, "commit", _send_with_commit, insert=True)
-    for dropping in ("rollback", "rollback_savepoint"):
-        event.listen(engine, dropping, _drop_deferred)
+    info = tx.conn.info  # once: a connection lost inside refuses to give it again until rolled back
+    info[_OPEN_TRANSACTION] = tx
+    try:
+        yield
+    finally:
+        info.pop(_OPEN_TRANSACTION, None)
 
 
 def _bound(prepared: _Prepared, params: Mapping[str, Any]) -> Sequence[Any] | dict[str, Any]:
@@ -193,26 +233,6 @@ def _pipelines(driver: str) -> bool:
     import psycopg  # the dialect's driver: imported already
 
     return bool(psycopg.Pipeline.is_supported())
-
-
-def _deferred(conn: Connection, create: bool = False) -> list[_Deferred]:
-    """The writes ``conn``'s current transaction deferred (the info dict outlives transactions)."""
-    transaction = conn.get_transaction()
-    held = conn.info.get(_DEFERRED)
-    if held is None or held[0] is not transaction:
-        if not create:
-            return []
-        held = conn.info[_DEFERRED] = (transaction, [])
-    writes: list[_Deferred] = held[1]
-    return writes
-
-
-def _take_deferred(conn: Connection) -> list[_Deferred]:
-    writes = _deferred(conn)
-    if not writes:
-        return writes
-    conn.info.pop(_DEFERRED)
-    return writes
 
 
 def _send(conn: Connection, writes: list[_Deferred], last: tuple[str, Any, Any] | None) -> None:
@@ -267,31 +287,10 @@ def _execute(conn: Connection, sql: str, bound: Any, cursor: Any, write: _Deferr
             cursor.close()
 
 
-def send_deferred(conn: Connection) -> None:
-    """Send the transaction's deferred writes now. A savepoint's block ends with this: its ``RELEASE`` would
-    send them too, but a failure there leaves the transaction aborted, where one inside the block rolls
-    back to the savepoint."""
-    _send(conn, _take_deferred(conn), None)
-
-
 def _send_before_statement(conn: Connection, *_statement: Any) -> None:
-    send_deferred(conn)
-
-
-def _send_with_commit(conn: Connection) -> None:
-    """The deferred writes and the ``COMMIT`` in one round trip; the driver then finds nothing to commit."""
-    writes = _take_deferred(conn)
-    if writes:
-        cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
-        try:
-            _send(conn, writes, ("COMMIT", None, cursor))
-        finally:
-            cursor.close()
-
-
-def _drop_deferred(conn: Connection, *_savepoint: Any) -> None:
-    if not conn.invalidated:  # an invalidated connection's info is gone with it
-        conn.info.pop(_DEFERRED, None)
+    tx = conn.info.get(_OPEN_TRANSACTION)
+    if tx is not None and tx.deferred:
+        tx.send_deferred()
 
 
 def _named(write: _Deferred, failure: Exception, error: Exception) -> Exception:

@@ -67,8 +67,10 @@ class Sessions:
         self.idle_days = idle_days  # 0: sessions never close for idleness
 
     def create(self, kind: str, workstream_id: str, user_id: str = "", parent_session_id: str = "",
-               within: Callable[[Connection, Session, str], None] | None = None) -> tuple[Session, str]:
-        """Open a session; returns it and its token (shown once, stored hashed).
+               within: Callable[[Connection, Session, str], None] | None = None, *,
+               conn: Connection | None = None) -> tuple[Session, str]:
+        """Open a session, in ``conn``'s transaction if given (the caller's, which records it), else one of its
+        own; returns it and its token (shown once, stored hashed).
 
         ``within(conn, session, token)`` runs in the same transaction (to record an idempotent answer).
         """
@@ -77,15 +79,15 @@ class Sessions:
             checked_identifier(value, field)
         if kind not in KINDS:
             raise ValidationError(f"kind must be one of {list(KINDS)}")
-        if self.directory.workstream(workstream_id) is None:
+        if self.directory.workstream(workstream_id, conn) is None:
             raise NotFound("Workstream not found")
-        user = self.directory.user(user_id) if user_id else None
+        user = self.directory.user(user_id, conn) if user_id else None
         if user_id and user is None:
             raise NotFound(f"user not found: {user_id}")
         if user is not None and not user.active:
             raise ValidationError(f"user {user_id} is deactivated")
         if parent_session_id:
-            parent = self.get(parent_session_id)
+            parent = self.get(parent_session_id, conn)
             if parent is None:
                 raise NotFound(f"parent session not found: {parent_session_id}")
             if parent.closed_at is not None:
@@ -99,17 +101,17 @@ class Sessions:
             raise ValidationError("coordinator sessions require an authenticated user_id")
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         session = Session(str(uuid.uuid4()), kind, user_id, workstream_id, parent_session_id, utc_timestamp())
-        with self.database.write() as conn:
-            conn.execute(insert(sessions).values(
+        with self.database.write(conn) as writing:
+            writing.execute(insert(sessions).values(
                 session_id=session.session_id, kind=kind, user_id=user_id or None, workstream_id=workstream_id,
                 parent_session_id=parent_session_id or None, token_hash=hash_token(token), created=session.created))
             if within is not None:
-                within(conn, session, token)
+                within(writing, session, token)
         return session, token
 
-    def get(self, session_id: str) -> Session | None:
-        with self.database.read() as conn:
-            row = conn.execute(_BY_ID, {"session_id": session_id}).first()
+    def get(self, session_id: str, conn: Connection | None = None) -> Session | None:
+        with self.database.read(conn) as reading:
+            row = reading.execute(_BY_ID, {"session_id": session_id}).first()
         return _session(row) if row else None
 
     def verify(self, token: str) -> Session:
@@ -145,19 +147,19 @@ class Sessions:
         moment = dt.datetime.fromisoformat(now).replace(tzinfo=dt.UTC) if now else dt.datetime.now(dt.UTC)
         return utc_timestamp(moment - dt.timedelta(days=self.idle_days))
 
-    def close(self, session_id: str) -> list[Session]:
-        """(In the caller's write transaction) Close the session and, if a coordinator, its open children:
+    def close(self, session_id: str, conn: Connection | None = None) -> list[Session]:
+        """(In ``conn``'s transaction if given) Close the session and, if a coordinator, its open children:
         the sessions closed now, the named one first (none when it was closed already)."""
-        found = self.get(session_id)
+        found = self.get(session_id, conn)
         if found is None:
             raise NotFound(f"session not found: {session_id}")
         if found.closed_at is not None:
             return []
         closed_at = utc_timestamp()
-        with self.database.write() as conn:
-            children = [self.get(child) for child in conn.execute(_CHILDREN, {"parent": session_id}).scalars()]
+        with self.database.write(conn) as writing:
+            children = [self.get(child, writing) for (child,) in writing.execute(_CHILDREN, {"parent": session_id}).all()]
             closing = [found, *(child for child in children if child is not None)]
-            conn.execute(update(sessions).where(sessions.c.session_id.in_([s.session_id for s in closing]))
+            writing.execute(update(sessions).where(sessions.c.session_id.in_([s.session_id for s in closing]))
                          .values(closed_at=closed_at))
         return [Session(s.session_id, s.kind, s.user_id, s.workstream_id, s.parent_session_id, s.created, closed_at,
                         s.last_active_at) for s in closing]

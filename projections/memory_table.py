@@ -19,7 +19,7 @@ from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from events.types import MEMORY_EVENTS, MemoriesErased, MemoryDeleted, MemoryEvent, RecordedEvent
-from memoryd.driver import DriverStatement
+from memoryd.driver import DriverStatement, Transaction
 from memoryd.schema import memory_counts, structured_memories
 
 _REWRITTEN_ON_UPDATE = ("name", "description", "type", "scope", "scope_id", "content", "created", "updated", "last_accessed",
@@ -36,23 +36,23 @@ class MemoryTableProjection:
     def __init__(self) -> None:
         self._upserts: dict[str, DriverStatement] = {}
 
-    def apply(self, conn: Connection, recorded: RecordedEvent) -> None:
+    def apply(self, tx: Transaction, recorded: RecordedEvent) -> None:
         if not recorded.event_type.startswith(MEMORY_EVENTS):
             return  # another family's event: not decoded, so its trouble is not this projection's
         event = recorded.to_domain()
         if isinstance(event, MemoriesErased):
             for memory_id in event.memory_ids:
-                self._delete(conn, memory_id)
+                self._delete(tx.conn, memory_id)
             return
         if not isinstance(event, MemoryEvent):  # an erased event among them: its erasure took the row out
             return
         memory = event.memory
         if isinstance(event, MemoryDeleted):
-            self._delete(conn, memory.memory_id)
+            self._delete(tx.conn, memory.memory_id)
             return
         row: dict[str, Any] = memory.to_dict() | {"last_accessed": memory.updated, "access_count": 0,
                                                   "version": recorded.stream_version}
-        self._upsert(conn.dialect.name).defer(conn, row)  # nothing reads its result: sent with the next round trip
+        self._upsert(tx.conn.dialect.name).defer(tx, row)  # nothing reads its result: sent with the next round trip
 
     def _delete(self, conn: Connection, memory_id: str) -> None:
         """The row goes, and (by trigger) its own namespace and type count one less, whatever an event carries;

@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import Connection, delete, insert, select
 
 from events.types import PROJECT_EVENTS, ProjectDeleted, ProjectEvent, RecordedEvent
+from memoryd.driver import Transaction
 from memoryd.projects import Project
 from memoryd.schema import project_members, projects
 
@@ -19,13 +20,14 @@ class ProjectTablesProjection:
     name = "projects"
     tables = (projects, project_members)  # what ``reset`` clears and ``memoryd projections verify`` compares
 
-    def apply(self, conn: Connection, recorded: RecordedEvent) -> None:
+    def apply(self, tx: Transaction, recorded: RecordedEvent) -> None:
         if not recorded.event_type.startswith(PROJECT_EVENTS):
             return  # another family's event: not decoded, so its trouble is not this projection's
         event = recorded.to_domain()
         if not isinstance(event, ProjectEvent):
             return
         project = event.project
+        conn = tx.conn
         conn.execute(delete(project_members).where(project_members.c.project_id == project.project_id))
         conn.execute(delete(projects).where(projects.c.project_id == project.project_id))
         if isinstance(event, ProjectDeleted):

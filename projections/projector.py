@@ -26,10 +26,11 @@ from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from events.store import EventStore
+from events.transaction import AppendTransaction
 from events.types import RecordedEvent
 from memoryd.db import Database
 from memoryd.domain import utc_timestamp
-from memoryd.driver import DriverStatement, failing_as
+from memoryd.driver import DriverStatement, Transaction
 from memoryd.errors import MemorydError
 from memoryd.schema import projection_checkpoints, projection_faults, projection_gaps
 
@@ -39,11 +40,11 @@ log = logging.getLogger(__name__)
 
 
 class Projection(Protocol):
-    """A read model fed by events; ``name`` keys its checkpoint."""
+    """A read model fed by events, in the transaction ``tx`` that moves its checkpoint; ``name`` keys it."""
 
     name: str
 
-    def apply(self, conn: Connection, recorded: RecordedEvent) -> None: ...
+    def apply(self, tx: Transaction, recorded: RecordedEvent) -> None: ...
 
     def reset(self, conn: Connection) -> None: ...
 
@@ -107,24 +108,23 @@ class Projector:
             return reached
         return min(self._catch_up(projection) for projection in self._in_lock_order)
 
-    def step(self, position: int) -> bool:
-        """Inside a command's transaction: every projection applies the events it appended, up to
+    def step(self, tx: AppendTransaction, position: int) -> bool:
+        """Inside a command's transaction ``tx``: every projection applies the events it appended, up to
         ``position``, if they all stood right before them (no backlog), without waiting (no checkpoint
         locked by another catch-up or a rebuild) and with no fault recorded. False: nothing was written (on
         PostgreSQL the checkpoint rows it could lock stay locked until the commit); catch up after it. A
         projection that fails raises ``ProjectionStopped`` with its writes in the command's transaction,
         which must roll back (no savepoint: it would cost every save two statements). A write a projection
         deferred may fail only when the command commits: the caller's ``failing_as`` names that failure."""
-        with self.database.write() as conn:
-            appended = self.store.appended(conn)
-            if not appended or appended[-1].position != position or len(appended) > BATCH_SIZE:
-                return False
-            start = appended[0].position - 1
-            if self._advance_all.run(conn, {"start": start, "reached": position}) != len(self.projections):
-                return False
-            for projection in self.projections:
-                self._apply(conn, projection, start, appended, name_deferred=False)
-            return True
+        appended = tx.appended
+        if not appended or appended[-1].position != position or len(appended) > BATCH_SIZE:
+            return False
+        start = appended[0].position - 1
+        if self._advance_all.run(tx, {"start": start, "reached": position}) != len(self.projections):
+            return False
+        for projection in self.projections:
+            self._apply(tx, projection, start, appended, name_deferred=False)
+        return True
 
     def checkpoint(self, projection_name: str) -> int:
         column = projection_checkpoints.c.position
@@ -165,19 +165,20 @@ class Projector:
         cannot apply (with no stand-in) stops it with ``ProjectionStopped`` and
         leaves the old copy as it was.
         """
-        with self.database.write() as conn:
+        with self.database.transaction(Transaction) as tx:
+            conn = tx.conn
             self._lock_checkpoint(conn, projection.name)
             projection.reset(conn)
             superseded = self.store.superseded(conn)
             position = 0
             while batch := self.store.read_after(conn, position, BATCH_SIZE):
                 batch = [superseded[e.position].stand_in(e) if e.position in superseded else e for e in batch]
-                position = self._apply(conn, projection, position, batch)
+                position = self._apply(tx, projection, position, batch)
             self._save_checkpoint(conn, projection.name, position)
         log.info("rebuilt projection %s to position %d", projection.name, position)
         return position
 
-    def replay(self, projection: Projection, into: Connection, after: int, until: int) -> int:
+    def replay(self, projection: Projection, into: Transaction, after: int, until: int) -> int:
         """Apply the log's events in ``(after, until]`` to ``projection`` on ``into`` (another database: a
         scratch copy), as a rebuild applies them; the position reached. Read a page at a time, each in
         a read transaction of this database's own, so the live one is never held."""
@@ -202,7 +203,8 @@ class Projector:
         the log holds more than a batch, or one of them cannot apply an event, in which case nothing is
         kept)."""
         try:
-            with self.database.write(isolated=True) as conn:
+            with self.database.transaction(Transaction) as tx:
+                conn = tx.conn
                 rows = conn.execute(self._lock_all).all()
                 found = {row.name: row.position for row in rows}
                 if len(found) < len(self.projections) or len(set(found.values())) != 1:
@@ -212,7 +214,7 @@ class Projector:
                 if not batch or len(batch) > BATCH_SIZE:  # more than a batch waits: one by one, batch by batch
                     return position if not batch else None
                 for projection in self.projections:
-                    reached = self._apply(conn, projection, position, batch)
+                    reached = self._apply(tx, projection, position, batch)
                 conn.execute(self._save_all, {"position": reached})
                 if any(row.fault is not None for row in rows):
                     conn.execute(_CLEAR_FAULTS, {"names": list(found), "position": reached})
@@ -223,12 +225,12 @@ class Projector:
     def _catch_up(self, projection: Projection) -> int:
         while True:
             try:
-                with self.database.write(isolated=True) as conn:
-                    position = self._lock_checkpoint(conn, projection.name)
-                    batch = self.store.read_after(conn, position, BATCH_SIZE)
+                with self.database.transaction(Transaction) as tx:
+                    position = self._lock_checkpoint(tx.conn, projection.name)
+                    batch = self.store.read_after(tx.conn, position, BATCH_SIZE)
                     if batch:
-                        position = self._apply(conn, projection, position, batch)
-                        self._save_checkpoint(conn, projection.name, position)
+                        position = self._apply(tx, projection, position, batch)
+                        self._save_checkpoint(tx.conn, projection.name, position)
             except ProjectionStopped as failed:  # the batch rolled back: keep what precedes the event, stop before it
                 position, moved_on = self._stop_before(projection, failed.fault)
                 if moved_on:  # the event was superseded and its stand-in applied
@@ -239,7 +241,7 @@ class Projector:
             if len(batch) < BATCH_SIZE:
                 return position
 
-    def _apply(self, conn: Connection, projection: Projection, position: int, batch: list[RecordedEvent],
+    def _apply(self, tx: Transaction, projection: Projection, position: int, batch: list[RecordedEvent],
                name_deferred: bool = True) -> int:
         """Apply ``batch`` after ``position``; the position reached. An event that fails stops it with
         ``ProjectionStopped`` at that event, also when the failure is a write the projection deferred (it can
@@ -247,11 +249,11 @@ class Projector:
         caller's ``failing_as`` names those."""
         for recorded in batch:
             if recorded.position > position + 1:
-                self._record_gap(conn, projection.name, position + 1, recorded.position)
+                self._record_gap(tx.conn, projection.name, position + 1, recorded.position)
             stopped = _stopped_at(projection, recorded)
             try:
-                with failing_as(conn, stopped) if name_deferred else nullcontext():
-                    projection.apply(conn, recorded)
+                with tx.failing_as(stopped) if name_deferred else nullcontext():
+                    projection.apply(tx, recorded)
             except ProjectionStopped:  # an earlier event's deferred write, sent by this event's statement
                 raise
             except Exception as error:
@@ -263,24 +265,25 @@ class Projector:
         """Apply what precedes the failed event, then its stand-in if it has one (True); else record the fault."""
         stand_in = None
         try:
-            with self.database.write(isolated=True) as conn:
+            with self.database.transaction(Transaction) as tx:
+                conn = tx.conn
                 position = self._lock_checkpoint(conn, projection.name)
                 before = [e for e in self.store.read_after(conn, position, BATCH_SIZE) if e.position < fault.position]
-                position = self._apply(conn, projection, position, before)
+                position = self._apply(tx, projection, position, before)
                 failed = self.store.read_after(conn, position, 1)
                 if failed and failed[0].position == fault.position:
                     stand_in = self.store.stand_in(conn, failed[0])
                 if stand_in is not None:
                     log.warning("projection %s applies the stand-in for the superseded event at %d",
                                 projection.name, fault.position)
-                    position = self._apply(conn, projection, position, [stand_in])
+                    position = self._apply(tx, projection, position, [stand_in])
                 self._save_checkpoint(conn, projection.name, position)
         except ProjectionStopped as again:  # the stand-in fails too (or the log changed under us): stop where we were
             fault, stand_in, position = again.fault, None, self.checkpoint(projection.name)
         if stand_in is not None or position >= fault.position:  # moved on (or another catch-up passed it)
             return position, True
         log.error("%s", fault.describe())
-        with self.database.write(isolated=True) as conn:
+        with self.database.write() as conn:
             insert = postgres_insert if conn.dialect.name == "postgresql" else sqlite_insert
             values = {"position": fault.position, "event_type": fault.event_type, "error": fault.error,
                       "recorded_at": utc_timestamp()}

@@ -168,8 +168,9 @@ class ProjectedMemoryLocator:
         self.database = database
         self.projection = projection
 
-    def identity_of(self, memory_id: str) -> tuple[str, Namespace] | None:
-        with self.database.read() as conn:
+    def identity_of(self, memory_id: str, within: Connection | None = None) -> tuple[str, Namespace] | None:
+        """The memory's name and namespace (read in ``within``, a command's transaction, if given)."""
+        with self.database.read(within) as conn:
             checkpoint = conn.execute(select(projection_checkpoints.c.position)
                                       .where(projection_checkpoints.c.name == self.projection)).scalar() or 0
             newest = conn.execute(
@@ -183,9 +184,9 @@ class ProjectedMemoryLocator:
             row = conn.execute(select(*columns).where(memories.c.memory_id == memory_id)).first()
         return (row.name, Namespace(row.scope, row.scope_id)) if row else None
 
-    def names_in(self, namespace: Namespace) -> list[str]:
+    def names_in(self, namespace: Namespace, within: Connection | None = None) -> list[str]:
         """Names in a namespace: the read model's, plus any in the unprojected tail of the log."""
-        with self.database.read() as conn:
+        with self.database.read(within) as conn:
             checkpoint = conn.execute(select(projection_checkpoints.c.position)
                                       .where(projection_checkpoints.c.name == self.projection)).scalar() or 0
             names = set(conn.execute(select(memories.c.name).where(

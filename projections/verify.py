@@ -18,6 +18,7 @@ from sqlalchemy import Connection, Table, select, tuple_
 
 from events.chain import canonical
 from memoryd.db import Database
+from memoryd.driver import Transaction
 from memoryd.schema import projection_checkpoints, search_snapshots
 from projections.projector import Projection, Projector
 from projections.search import Analyzer, snapshot
@@ -55,16 +56,16 @@ class ReadModelVerifier:
 
     def tables(self, projection: TableProjection) -> Verified:
         """The projection's tables, live and replayed into the scratch database, at the live checkpoint."""
-        with self.scratch.write() as out:
-            projection.reset(out)
+        with self.scratch.transaction(Transaction) as out:
+            projection.reset(out.conn)
             reached = self.projector.replay(projection, out, 0, self.projector.checkpoint(projection.name))
-        with self.database.consistent_read() as live, self.scratch.write() as out:  # the live tables stand still
+        with self.database.consistent_read() as live, self.scratch.transaction(Transaction) as out:  # stand still
             checkpoint = int(live.execute(select(projection_checkpoints.c.position)
                                           .where(projection_checkpoints.c.name == projection.name)).scalar() or 0)
             self.projector.replay(projection, out, reached, checkpoint)
             comparison = _Comparison(projection.name, checkpoint)
             for table in projection.tables:
-                comparison.add(table.name, _rows(live, table), _rows(out, table))
+                comparison.add(table.name, _rows(live, table), _rows(out.conn, table))
         return comparison.result()
 
     def search_snapshot(self) -> Verified | None:

@@ -27,6 +27,7 @@ from memoryd.app.services import Services
 from memoryd.bootstrap import build_services
 from memoryd.config import Config, StorageSettings
 from memoryd.domain import Namespace
+from memoryd.driver import Transaction
 from memoryd.schema import memory_counts, structured_memories
 
 
@@ -132,7 +133,7 @@ class RecordingProjection:
     def __init__(self) -> None:
         self.positions: list[int] = []
 
-    def apply(self, conn: Connection, recorded: RecordedEvent) -> None:
+    def apply(self, tx: Transaction, recorded: RecordedEvent) -> None:
         self.positions.append(recorded.position)
 
     def reset(self, conn: Connection) -> None:

@@ -71,10 +71,11 @@ TYPES_OR_UNSET = st.sampled_from(["user", "general", "feedback", "reference", No
 def test_a_memory_keeps_the_last_explicit_type_it_was_saved_with_or_general(services, types):
     deps = Dependencies(store=services.store, locator=ProjectedMemoryLocator(services.database), users=services.directory)
     name = f"typed_{uuid.uuid4().hex}"  # every example writes its own memory
-    saved = [
-        save_memory(SaveMemory(name, "content", "description", memory_type, Namespace("global", "")), EventMetadata(), deps)
-        for memory_type in types
-    ]
+    saved = []
+    for memory_type in types:
+        with services.store.transaction() as tx:
+            command = SaveMemory(name, "content", "description", memory_type, Namespace("global", ""))
+            saved.append(save_memory(tx, command, EventMetadata(), deps))
     explicit = [memory_type for memory_type in types if memory_type is not None]
     assert saved[-1].memory.type == (explicit[-1] if explicit else "general")
     assert {outcome.memory.memory_id for outcome in saved} == {saved[0].memory.memory_id}

@@ -14,7 +14,7 @@ from sqlalchemy import bindparam, insert, select, text, update
 from sqlalchemy.exc import IntegrityError, OperationalError, StatementError
 
 from events.types import EventMetadata, memory_stream_id
-from memoryd.driver import DriverStatement, failing_as
+from memoryd.driver import DriverStatement, Transaction
 from memoryd.schema import event_head, events
 from tests.conftest import make_services
 from tests.test_never_skip import _memory
@@ -178,52 +178,37 @@ def _a_copy_of_the_event(services):  # type: ignore[no-untyped-def]
 
 def test_a_deferred_write_is_seen_by_the_next_statement_and_commits_with_the_transaction(database_url):
     with _events_in(database_url, 3) as services:
-        with services.database.write() as conn:
-            _RENAME.defer(conn, {"at": 1, "new": "by-core"})
-            assert dict(conn.execute(_TYPES).all())[1] == "by-core"  # a Core statement sends it first
-            _RENAME.defer(conn, {"at": 2, "new": "by-driver"})
-            _RENAME.defer(conn, {"at": 3, "new": "by-driver-too"})
-            assert [kind for _, kind in DriverStatement(_TYPES).rows(conn)] == ["by-core", "by-driver", "by-driver-too"]
-            _RENAME.defer(conn, {"at": 1, "new": "with-the-commit"})
+        with services.database.transaction(Transaction) as tx:
+            _RENAME.defer(tx, {"at": 1, "new": "by-core"})
+            assert dict(tx.conn.execute(_TYPES).all())[1] == "by-core"  # a Core statement sends it first
+            _RENAME.defer(tx, {"at": 2, "new": "by-driver"})
+            _RENAME.defer(tx, {"at": 3, "new": "by-driver-too"})
+            assert [kind for _, kind in DriverStatement(_TYPES).rows(tx)] == ["by-core", "by-driver", "by-driver-too"]
+            _RENAME.defer(tx, {"at": 1, "new": "with-the-commit"})
         assert _types(services) == {1: "with-the-commit", 2: "by-driver", 3: "by-driver-too"}
 
 
-def test_a_deferred_write_goes_with_a_rollback_or_a_rolled_back_savepoint(database_url):
+def test_a_deferred_write_goes_with_a_rollback(database_url):
     with _events_in(database_url, 2) as services:
-        with pytest.raises(RuntimeError), services.database.write() as conn:
-            _RENAME.defer(conn, {"at": 1, "new": "rolled-back"})
+        with pytest.raises(RuntimeError), services.database.transaction(Transaction) as tx:
+            _RENAME.defer(tx, {"at": 1, "new": "rolled-back"})
             raise RuntimeError("roll back")
-        with services.database.unit() as conn:
-            _RENAME.defer(conn, {"at": 1, "new": "kept"})  # sent by the savepoint's own statement
-            with pytest.raises(RuntimeError), services.database.write(isolated=True) as inner:
-                _RENAME.defer(inner, {"at": 2, "new": "savepoint-rolled-back"})
-                raise RuntimeError("roll back to the savepoint")
-        assert _types(services) == {1: "kept", 2: "memory.save"}  # the commit did not send the dropped write
+        assert _types(services) == {1: "memory.save", 2: "memory.save"}
 
 
-@pytest.mark.parametrize("sent_by", ["driver statement", "core statement", "commit", "end of savepoint"])
+@pytest.mark.parametrize("sent_by", ["driver statement", "core statement", "commit"])
 def test_a_deferred_write_that_fails_raises_as_its_deferrer_named_it_wherever_it_is_sent(database_url, sent_by):
     with _events_in(database_url, 1) as services:
-        database = services.database
         copy = _a_copy_of_the_event(services)
-        if sent_by == "end of savepoint":
-            with database.unit() as conn:
-                _RENAME.defer(conn, {"at": 1, "new": "before-the-savepoint"})
-                with pytest.raises(Named) as raised, database.write(isolated=True) as inner, failing_as(inner, _named):
-                    DriverStatement(insert(events)).defer(inner, copy)
-                assert [kind for _, kind in DriverStatement(_TYPES).rows(conn)] == ["before-the-savepoint"]
-            assert isinstance(raised.value.__cause__, IntegrityError)  # caused by the error Core would raise
-            assert _types(services) == {1: "before-the-savepoint"}  # the unit went on and committed
-            return
-        with pytest.raises(Named) as raised, database.write() as conn:
-            _RENAME.defer(conn, {"at": 1, "new": "never-committed"})
-            with failing_as(conn, _named):
-                DriverStatement(insert(events)).defer(conn, copy)
-            _RENAME.defer(conn, {"at": 1, "new": "after-the-failure"})  # named as nobody asked: Core's error
+        with pytest.raises(Named) as raised, services.database.transaction(Transaction) as tx:
+            _RENAME.defer(tx, {"at": 1, "new": "never-committed"})
+            with tx.failing_as(_named):
+                DriverStatement(insert(events)).defer(tx, copy)
+            _RENAME.defer(tx, {"at": 1, "new": "after-the-failure"})  # named as nobody asked: Core's error
             if sent_by == "driver statement":
-                DriverStatement(_TYPES).rows(conn)
+                DriverStatement(_TYPES).rows(tx)
             elif sent_by == "core statement":
-                conn.execute(_TYPES)
+                tx.conn.execute(_TYPES)
         assert isinstance(raised.value.__cause__, IntegrityError)
         assert "hidden" in str(raised.value.__cause__)  # its values hidden, as Core hides them
         assert _types(services) == {1: "memory.save"}  # nothing of the transaction committed
@@ -231,23 +216,17 @@ def test_a_deferred_write_that_fails_raises_as_its_deferrer_named_it_wherever_it
 
 def test_a_name_that_gives_the_error_back_leaves_it_to_the_failing_as_around_it(database_url):
     with _events_in(database_url, 1) as services:
-        with pytest.raises(Named) as raised, services.database.write() as conn, failing_as(conn, _named):
-            with failing_as(conn, lambda error: error):  # not this one's to name
-                DriverStatement(insert(events)).defer(conn, _a_copy_of_the_event(services))
+        with pytest.raises(Named) as raised, services.database.transaction(Transaction) as tx, tx.failing_as(_named):
+            with tx.failing_as(lambda error: error):  # not this one's to name
+                DriverStatement(insert(events)).defer(tx, _a_copy_of_the_event(services))
         assert isinstance(raised.value.__cause__, IntegrityError)
 
 
 def test_a_deferred_write_nobody_named_fails_with_the_error_core_raises(database_url):
     with _events_in(database_url, 1) as services:
-        with pytest.raises(IntegrityError), services.database.write() as conn:
-            DriverStatement(insert(events)).defer(conn, _a_copy_of_the_event(services))
+        with pytest.raises(IntegrityError), services.database.transaction(Transaction) as tx:
+            DriverStatement(insert(events)).defer(tx, _a_copy_of_the_event(services))
         assert _types(services) == {1: "memory.save"}
-
-
-def test_a_deferred_write_needs_a_transaction_to_go_with(database_url):
-    with _events_in(database_url, 1) as services:
-        with services.database.engine.connect() as conn, pytest.raises(RuntimeError, match="transaction"):
-            _RENAME.defer(conn, {"at": 1, "new": "nowhere"})
 
 
 @pytest.mark.postgres
@@ -259,11 +238,13 @@ def test_a_deferred_write_cut_off_by_a_lost_connection_keeps_the_connections_err
         with services.database.engine.connect() as killer, services.database.engine.connect() as victim:
             pid = victim.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
             victim.rollback()
+            tx = Transaction(victim)
             with pytest.raises(OperationalError) as raised, victim.begin():
-                with failing_as(victim, _named):
-                    _RENAME.defer(victim, {"at": 1, "new": "lost"})
+                with tx.failing_as(_named):
+                    _RENAME.defer(tx, {"at": 1, "new": "lost"})
                     killer.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
                     if sent_by != "commit":
-                        DriverStatement(_TYPES).rows(victim)
+                        DriverStatement(_TYPES).rows(tx)
+                tx.send_with_commit()
             assert raised.value.connection_invalidated
         assert _types(services) == {1: "memory.save"}

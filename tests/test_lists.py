@@ -13,6 +13,7 @@ from sqlalchemy import event, func, select
 from commands.model import DeleteMemory, SaveMemory
 from events.types import EventMetadata, MemoryDeleted, MemoryUpdated, RecordedEvent
 from memoryd.domain import MEMORY_TYPES, Namespace
+from memoryd.driver import Transaction
 from memoryd.schema import memory_counts, structured_memories
 from projections.filters import MemoryFilter, ScopePattern
 from projections.queries import _NEWEST, _merged, count_memories, list_memories
@@ -161,11 +162,11 @@ def test_a_page_of_the_whole_envelope_is_one_round_trip(any_services):
 def test_counts_follow_the_row_when_a_stand_in_moves_it_to_another_namespace(services):
     saved = services.bus.handle(SaveMemory("moved", "c", "d", "user", Namespace("user", "u1")), EventMetadata())
     moved = replace(saved.memory, scope_id="u2", type="feedback")
-    with services.database.write() as conn:
-        services.memory_table.apply(conn, RecordedEvent(saved.position + 1, "s", 2, MemoryUpdated.event_type, 1,
-                                                        MemoryUpdated(moved).payload(), {}, "t"))
-        services.memory_table.apply(conn, RecordedEvent(saved.position + 2, "s", 3, MemoryDeleted.event_type, 1,
-                                                        MemoryDeleted(replace(moved, scope_id="u9")).payload(), {}, "t"))
+    with services.database.transaction(Transaction) as tx:
+        services.memory_table.apply(tx, RecordedEvent(saved.position + 1, "s", 2, MemoryUpdated.event_type, 1,
+                                                      MemoryUpdated(moved).payload(), {}, "t"))
+        services.memory_table.apply(tx, RecordedEvent(saved.position + 2, "s", 3, MemoryDeleted.event_type, 1,
+                                                      MemoryDeleted(replace(moved, scope_id="u9")).payload(), {}, "t"))
     assert memory_counts_by_namespace(services) == {}
 
 

@@ -14,15 +14,18 @@ import random
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
-from sqlalchemy import Connection, insert, select, text
+from sqlalchemy import insert, select, text
 
 from events.store import EventStore
+from events.transaction import AppendTransaction
 from events.types import EventMetadata, MemorySaved, memory_stream_id
+from events.whole_log import verify_chain
 from memoryd.db import Database
 from memoryd.domain import Memory
+from memoryd.driver import Transaction
 from memoryd.schema import events, projection_gaps
 from projections.projector import Projector
 from tests.conftest import make_services
@@ -36,28 +39,29 @@ EVENTS_PER_RUN = 2_400
 # The default suite runs 3: 7,200 events with slow concurrent commits and not one skipped (the control
 # test below shows the same reader does skip when appends are not serialized).
 RUNS = int(os.environ.get("MEMORYD_NEVER_SKIP_RUNS", "3"))
+T = TypeVar("T", bound=Transaction)
 
 
 class SlowCommitDatabase(Database):
-    """Holds every write transaction open 0-4 ms (seeded) before it commits."""
+    """Holds every write transaction (appends and catch-ups) open 0-4 ms (seeded) before it commits."""
 
     def __init__(self, url: str, seed: int) -> None:
         super().__init__(url)
         self.random = random.Random(seed)
 
     @contextmanager
-    def write(self, *, isolated: bool = False) -> Iterator[Connection]:
-        with super().write(isolated=isolated) as conn:
-            yield conn
+    def transaction(self, kind: type[T]) -> Iterator[T]:
+        with super().transaction(kind) as tx:
+            yield tx
             threading.Event().wait(self.random.uniform(0, 0.004))
 
 
 class UnorderedEventStore(EventStore):
     """A naive store (the hazard, for contrast): positions from the table's sequence, appends not serialized."""
 
-    def _append_sealed(self, conn: Connection, rows: Any) -> list[int]:
+    def _append_sealed(self, tx: AppendTransaction, rows: Any, claim: Any) -> list[int]:
         unsealed = insert(events).returning(events.c.position)
-        return [conn.execute(unsealed, row | {"payload_sha256": "", "hash": ""}).scalar_one() for row in rows]
+        return [tx.conn.execute(unsealed, row | {"payload_sha256": "", "hash": ""}).scalar_one() for row in rows]
 
 
 def _memory(index: int) -> MemorySaved:
@@ -140,8 +144,8 @@ def _behind_an_open_append(services: Any, stream_id: str, waiting: Callable[[], 
     holding, release = threading.Event(), threading.Event()
 
     def hold_then_commit() -> None:
-        with services.database.unit():  # the append joins this transaction, which holds the lock until it ends
-            services.store.append(stream_id, 0, [_memory(1)], EventMetadata())
+        with services.store.transaction() as tx:  # the append is in this transaction, which holds the lock until it ends
+            services.store.append(stream_id, 0, [_memory(1)], EventMetadata(), tx=tx)
             holding.set()
             release.wait(10)
 
@@ -168,9 +172,9 @@ def test_a_stream_read_while_waiting_for_the_lock_is_read_again_after_the_append
 
     def read_after_waiting() -> None:
         try:
-            with services.database.unit() as conn:
-                store.hold_appends(conn, reading=stream)
-                seen.append(store.last_event(stream))
+            with store.transaction() as tx:
+                store.hold_appends(tx, reading=stream)
+                seen.append(store.last_event(stream, tx))
         except BaseException as error:  # the assertion below reports it
             seen.append(error)
 
@@ -193,10 +197,10 @@ def test_a_position_held_by_an_open_transaction_is_passed_only_after_it_rolls_ba
 
     def open_then_roll_back() -> None:
         try:
-            with services.database.write() as conn:
+            with store.transaction() as tx:
                 row = {"stream_id": "memory:held", "stream_version": 1, "event_type": "memory.save", "schema_version": 1,
                        "payload": {"memory": _memory(999).memory.to_dict()}, "meta": {}, "recorded_at": "2026-01-01T00:00:00Z"}
-                held_position.extend(store._append_sealed(conn, [row]))
+                held_position.extend(store.append_rows([row], tx=tx))
                 holding.set()
                 release.wait(10)
                 raise RolledBack
@@ -242,4 +246,4 @@ def test_an_append_that_waited_for_the_lock_seals_after_the_append_it_waited_for
     assert failures == []
     assert [(event.position, event.stream_id) for event in store.iter_all()] == [
         (1, memory_stream_id("first", "global", "")), (2, memory_stream_id("second", "global", ""))]
-    assert store.verify_chain().ok
+    assert verify_chain(store).ok

@@ -19,6 +19,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from commands.model import SaveMemory
 from events.idempotency import IdempotencyClaim, IdempotencyKeyTaken
 from events.types import EventMetadata, MemorySaved, memory_stream_id
+from events.whole_log import verify_chain
 from memoryd.domain import Memory, Namespace
 from memoryd.schema import events, projection_checkpoints, projection_faults
 from tests.conftest import make_services
@@ -132,22 +133,19 @@ def test_an_erasure_takes_the_rows_in_its_own_transaction(any_services):
     assert any_services.projector.checkpoint("structured_memories") == outcome.position
 
 
-def test_a_rolled_back_savepoint_leaves_no_appended_event_for_the_step_to_apply(any_services):
-    """What a savepoint appended and rolled back is not in the log: the step must not apply it from memory."""
+def test_the_step_applies_the_events_its_transaction_appended(any_services):
+    """The transaction carries what it appended; the projector's step applies it from there."""
     save(any_services, "first")
-    database, store = any_services.database, any_services.store
+    store = any_services.store
     row = {"stream_id": "unit-test", "stream_version": 1, "event_type": "test.event", "schema_version": 1,
            "payload": {}, "meta": {}, "recorded_at": "2026-01-01T00:00:00Z"}
-    with database.unit() as conn:
-        store.hold_appends(conn)
-        with pytest.raises(ZeroDivisionError), database.write(isolated=True) as inner:
-            store._append_sealed(inner, [row])
-            _ = 1 / 0
-        assert store.appended(conn) == []
-        position = store.append_rows([row])[-1]
-        assert [event.position for event in store.appended(conn)] == [position]
-        assert any_services.projector.step(position)
-    assert store.verify_chain().ok
+    with store.transaction() as tx:
+        store.hold_appends(tx)
+        assert tx.appended == []
+        position = store.append_rows([row], tx=tx)[-1]
+        assert [event.position for event in tx.appended] == [position]
+        assert any_services.projector.step(tx, position)
+    assert verify_chain(store).ok
 
 
 def test_the_stream_read_with_the_append_lock_answers_for_that_stream_until_an_append(any_services, monkeypatch):
@@ -155,19 +153,19 @@ def test_the_stream_read_with_the_append_lock_answers_for_that_stream_until_an_a
     another stream, and not once the transaction appends (that read is stale then)."""
     store, stream = any_services.store, memory_stream_id("read_ahead", "global", "")
     before = save(any_services, "read_ahead", "first")
-    with any_services.database.unit() as conn, monkeypatch.context() as patch:
-        store.hold_appends(conn, reading=stream)
+    with store.transaction() as tx, monkeypatch.context() as patch:
+        store.hold_appends(tx, reading=stream)
         patch.setattr("events.store._LAST", _Unread())
-        assert store.last_event(stream).position == before.position  # answered from what the lock's statement read
+        assert store.last_event(stream, tx).position == before.position  # answered from what the lock's statement read
     other = memory_stream_id("not_read_ahead", "global", "")
     elsewhere = save(any_services, "not_read_ahead")
-    with any_services.database.unit() as conn:
-        store.hold_appends(conn, reading=stream)
-        assert store.last_event(other).position == elsewhere.position  # another stream: read from the log
-    with any_services.database.unit() as conn:
-        store.hold_appends(conn, reading=stream)
-        position = store.append(stream, 1, [_saved("read_ahead")], EventMetadata())
-        assert store.last_event(stream).position == position
+    with store.transaction() as tx:
+        store.hold_appends(tx, reading=stream)
+        assert store.last_event(other, tx).position == elsewhere.position  # another stream: read from the log
+    with store.transaction() as tx:
+        store.hold_appends(tx, reading=stream)
+        position = store.append(stream, 1, [_saved("read_ahead")], EventMetadata(), tx=tx)
+        assert store.last_event(stream, tx).position == position
 
 
 class _Unread:
@@ -192,39 +190,31 @@ def test_a_claim_that_fails_takes_the_append_and_the_projection_with_it(any_serv
     assert any_services.projector.checkpoint("structured_memories") == first.position
 
 
-def test_inside_a_unit_reads_see_its_writes_and_an_isolated_write_rolls_back_alone(any_services):
-    database = any_services.database
+def test_reads_in_a_transaction_see_its_writes(any_services):
+    database, store = any_services.database, any_services.store
     row = {"stream_id": "unit-test", "stream_version": 1, "event_type": "test.event", "schema_version": 1,
            "payload": {}, "meta": {}, "recorded_at": "2026-01-01T00:00:00Z"}
-    store = any_services.store
-    with database.unit():
-        store.append_rows([row])
-        with database.read() as conn:
+    with store.transaction() as tx:
+        store.append_rows([row], tx=tx)
+        with database.read(tx.conn) as conn:
             assert conn.execute(select(events.c.stream_version).where(events.c.stream_id == "unit-test")).all() == [(1,)]
-        with pytest.raises(Exception), database.write(isolated=True) as conn:  # noqa: B017, PT011
-            store._append_sealed(conn, [row | {"stream_version": 2}])
-            store._append_sealed(conn, [row | {"stream_version": 2}])  # the stream check refuses it
-        store.append_rows([row | {"stream_version": 3}])  # the unit goes on (on PostgreSQL too: only the savepoint was aborted)
-    with database.read() as conn:
-        versions = conn.execute(select(events.c.stream_version).where(events.c.stream_id == "unit-test")).scalars()
-        assert sorted(versions) == [1, 3]
+        assert [event.stream_version for event in store.stream("unit-test", tx)] == [1]
+    assert [event.stream_version for event in store.stream("unit-test")] == [1]
 
 
-def test_a_unit_that_fails_leaves_nothing_and_a_unit_inside_one_is_refused(any_services):
-    with pytest.raises(ZeroDivisionError), any_services.database.unit():
+def test_a_transaction_that_fails_leaves_nothing(any_services):
+    store = any_services.store
+    with pytest.raises(ZeroDivisionError), store.transaction() as tx:
         memory = Memory("m-1", "inside", "d", "general", "global", "", "c", "2026-01-01T00:00:00", "2026-01-01T00:00:00")
-        any_services.store.append(memory_stream_id("inside", "global", ""), 0, [MemorySaved(memory)], EventMetadata())
-        with pytest.raises(RuntimeError, match="a unit inside a unit"):
-            save(any_services, "nested")  # the bus opens a unit of its own
+        store.append(memory_stream_id("inside", "global", ""), 0, [MemorySaved(memory)], EventMetadata(), tx=tx)
         _ = 1 / 0
-    assert any_services.store.head_position() == 0 and table_rows(any_services) == []
+    assert store.head_position() == 0 and table_rows(any_services) == []
 
 
-def test_a_unit_inside_a_snapshot_is_refused(any_services):
+def test_a_transaction_inside_a_snapshot_is_refused(any_services):
     with any_services.database.snapshot(), pytest.raises(RuntimeError, match="inside a snapshot"):
-        with any_services.database.unit():
+        with any_services.store.transaction():
             pass
-
 
 
 def test_appends_go_on_while_another_catch_up_holds_a_checkpoint(postgres_url):

@@ -3,6 +3,7 @@
 from commands.model import DeleteMemory, DeleteMemoryById
 from events.types import EventMetadata
 from memoryd.domain import Namespace
+from memoryd.driver import Transaction
 from tests.helpers import rebuild_equals_live, save_memory, table_rows
 
 GLOBAL = Namespace("global", "")
@@ -15,9 +16,9 @@ def test_applying_every_event_a_second_time_changes_nothing(any_services):
     save_memory(services, "note_1", "changed")
     services.bus.handle(DeleteMemory("note_2", GLOBAL), EventMetadata())
     before = table_rows(services)
-    with services.database.write() as conn:
+    with services.database.transaction(Transaction) as tx:
         for recorded in services.store.iter_all():
-            services.memory_table.apply(conn, recorded)
+            services.memory_table.apply(tx, recorded)
     assert table_rows(services) == before
 
 

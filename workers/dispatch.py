@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 
+from events.transaction import AppendTransaction
 from projections.projector import Projector
 
 log = logging.getLogger(__name__)
@@ -38,8 +39,8 @@ class InProcessDispatcher:
     def __init__(self, projector: Projector) -> None:
         self.projector = projector
 
-    def appending(self, position: int) -> bool:
-        return self.projector.step(position)
+    def appending(self, tx: AppendTransaction, position: int) -> bool:
+        return self.projector.step(tx, position)
 
     def appended(self, position: int, projected: bool) -> None:
         if projected:

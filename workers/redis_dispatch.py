@@ -8,6 +8,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 from rq import Queue
 
+from events.transaction import AppendTransaction
 from workers.dispatch import CATCH_UP_JOB, PENDING_TTL_SECONDS, pending_key
 
 log = logging.getLogger(__name__)
@@ -24,7 +25,7 @@ class RedisDispatcher:
         self.redis = redis
         self.queue = queue
 
-    def appending(self, position: int) -> bool:
+    def appending(self, tx: AppendTransaction, position: int) -> bool:
         """Nothing yet: a job enqueued before the commit could run before the event is visible."""
         return False
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from sqlalchemy import Connection
 
 from events.store import EventStore
+from events.transaction import AppendTransaction
 from events.types import (
     EventMetadata,
     IdentityEvent,
@@ -26,7 +27,6 @@ from events.types import (
     UserDeactivated,
     UserReactivated,
 )
-from memoryd.db import Database
 from memoryd.directory import Directory, TokenRecord, UserRecord, expiry
 from memoryd.domain import utc_timestamp
 from memoryd.errors import NotFound, ValidationError
@@ -38,9 +38,8 @@ OPERATOR = EventMetadata(actor_user_id="cli", surface="cli")  # the command line
 
 
 class Identities:
-    def __init__(self, database: Database, store: EventStore, directory: Directory, sessions: Sessions,
+    def __init__(self, store: EventStore, directory: Directory, sessions: Sessions,
                  appended: Callable[[int, bool], None], default_token_days: int = 0) -> None:
-        self.database = database
         self.store = store
         self.directory = directory
         self.sessions = sessions
@@ -48,9 +47,9 @@ class Identities:
         self.default_token_days = default_token_days
 
     def create_user(self, name: str, metadata: EventMetadata = OPERATOR) -> UserRecord:
-        with self.database.unit():
-            user_id = self.directory.create_user(name)
-            position = self._audit([UserCreated(user_id, name=name)], metadata)
+        with self.store.transaction() as tx:
+            user_id = self.directory.create_user(name, conn=tx.conn)
+            position = self._audit(tx, [UserCreated(user_id, name=name)], metadata)
         self.appended(position, False)
         return self._user(user_id)
 
@@ -59,10 +58,10 @@ class Identities:
         """Deactivate (its tokens and sessions are refused at once, everywhere) or reactivate a user; doing
         it again changes nothing and records nothing."""
         reason = _reason(reason)
-        with self.database.unit():
-            user, changed = self.directory.set_user_active(user_id, active)
+        with self.store.transaction() as tx:
+            user, changed = self.directory.set_user_active(user_id, active, tx.conn)
             event = (UserReactivated if active else UserDeactivated)(user_id, name=user.name, reason=reason)
-            position = self._audit([event], metadata) if changed else None
+            position = self._audit(tx, [event], metadata) if changed else None
         if position is not None:
             self.appended(position, False)
         return user
@@ -80,23 +79,23 @@ class Identities:
             expires_at = expiry(self.default_token_days if expires_in_days is None else expires_in_days)
         else:
             expires_at = _timestamp(expires_at)
-        with self.database.unit():
+        with self.store.transaction() as tx:
             token_id, clear = self.directory.create_token(user_id, scopes, permissions, value, name=name,
-                                                          expires_at=expires_at)
-            token = self.directory.token(token_id)
+                                                          expires_at=expires_at, conn=tx.conn)
+            token = self.directory.token(token_id, tx.conn)
             assert token is not None
             details = {"scopes": token.scopes, "permissions": token.permissions, "expires_at": token.expires_at}
-            position = self._audit([TokenCreated(user_id, token_id=token_id, name=name, details=details)], metadata)
+            position = self._audit(tx, [TokenCreated(user_id, token_id=token_id, name=name, details=details)], metadata)
         self.appended(position, False)
         return token, clear
 
     def revoke_token(self, token_id: str, metadata: EventMetadata = OPERATOR, reason: str = "") -> TokenRecord:
         """Revoke a token: its next request, to any API process, is refused ("token revoked")."""
         reason = _reason(reason)
-        with self.database.unit():
-            token, changed = self.directory.revoke_token(token_id)
+        with self.store.transaction() as tx:
+            token, changed = self.directory.revoke_token(token_id, tx.conn)
             event = TokenRevoked(token.user_id, token_id=token_id, name=token.name, reason=reason)
-            position = self._audit([event], metadata) if changed else None
+            position = self._audit(tx, [event], metadata) if changed else None
         if position is not None:
             self.appended(position, False)
         return token
@@ -105,9 +104,10 @@ class Identities:
                      metadata: EventMetadata = OPERATOR,
                      within: Callable[[Connection, Session, str], None] | None = None) -> tuple[Session, str]:
         """Open a session and return it with its token (shown once); ``within`` runs in the same transaction."""
-        with self.database.unit():
-            session, token = self.sessions.create(kind, workstream_id, user_id, parent_session_id, within=within)
-            position = self._audit([SessionOpened(session.user_id, session_id=session.session_id,
+        with self.store.transaction() as tx:
+            session, token = self.sessions.create(kind, workstream_id, user_id, parent_session_id, within=within,
+                                                  conn=tx.conn)
+            position = self._audit(tx, [SessionOpened(session.user_id, session_id=session.session_id,
                                                   details=_described(session))], metadata)
         self.appended(position, False)
         return session, token
@@ -116,9 +116,9 @@ class Identities:
         """Close a session and, for a coordinator, its open children: their tokens are refused from then on,
         their receipts stay. The sessions closed now (none if it was closed already)."""
         reason = _reason(reason)
-        with self.database.unit():
-            closed = self.sessions.close(session_id)
-            position = self._audit([_closed(session, reason if session.session_id == session_id else
+        with self.store.transaction() as tx:
+            closed = self.sessions.close(session_id, tx.conn)
+            position = self._audit(tx, [_closed(session, reason if session.session_id == session_id else
                                             f"its coordinator {session_id} closed") for session in closed],
                                    metadata) if closed else None
         if position is not None:
@@ -138,18 +138,18 @@ class Identities:
                 continue
         return closed
 
-    def _audit(self, audit_events: Sequence[IdentityEvent], metadata: EventMetadata) -> int:
-        """(In the change's unit) Append the audit events, each at its stream's next version: the last position."""
+    def _audit(self, tx: AppendTransaction, audit_events: Sequence[IdentityEvent], metadata: EventMetadata) -> int:
+        """(In the change's transaction ``tx``) Append the audit events, each at its stream's next version: the
+        last position."""
         streams = {event.stream_id() for event in audit_events}
-        with self.database.write() as conn:
-            self.store.hold_appends(conn)
+        self.store.hold_appends(tx)
         versions = {stream: (found.stream_version if found else 0)
-                    for stream, found in self.store.last_events(streams).items()}
+                    for stream, found in self.store.last_events(streams, tx).items()}
         appends = []
         for event in audit_events:
             versions[event.stream_id()] += 1
             appends.append((event.stream_id(), versions[event.stream_id()], event))
-        return self.store.append_many(appends, metadata)[-1]
+        return self.store.append_many(appends, metadata, tx=tx)[-1]
 
     def _user(self, user_id: str) -> UserRecord:
         user = self.directory.user(user_id)

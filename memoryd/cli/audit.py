@@ -10,6 +10,8 @@ import click
 
 from events.chain import Checkpoint
 from events.export import export_log, read_log
+from events.log_import import import_log
+from events.whole_log import verify_chain
 from memoryd.cli.base import command_services, main, reported
 from memoryd.cli.operations import events_group
 
@@ -42,7 +44,7 @@ def verify(since: Checkpoint | None, quiet: bool) -> None:
     head = store.chain_head()
     with click.progressbar(length=head.position, label="verifying", file=sys.stderr,
                            hidden=quiet) as bar:
-        verdict = store.verify_chain(since, bar.update)
+        verdict = verify_chain(store, since, bar.update)
     if verdict.broken is not None:
         raise click.ClickException(f"the log does not verify at position {verdict.broken.position}: "
                                    f"{verdict.broken.reason} ({verdict.events} events before it verified)")
@@ -76,6 +78,6 @@ def import_(source: Any) -> None:
     it verifies), then project it. Users, tokens and other reference data are not part of the log."""
     services = command_services()
     head, gaps, erased, events = read_log(source)
-    verdict = services.store.import_log(head, gaps, events, erased)
+    verdict = import_log(services.store, head, gaps, events, erased)
     reached = services.projector.catch_up()
     click.echo(f"imported {verdict.events} events, head {head}; projections at position {reached}")

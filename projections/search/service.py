@@ -29,7 +29,7 @@ from sqlalchemy import Connection, delete, func, insert, select
 
 import projections.search.snapshot as snapshot
 from events.erasure import newest_erasure
-from events.store import EventStore
+from events.store import EventStore, take_append_lock
 from events.streams import memory_versions
 from events.types import ErasedEvent, EventSuperseded, MemoriesErased, RecordedEvent
 from memoryd.domain import Memory, utc_timestamp
@@ -179,7 +179,7 @@ class SearchService:
                 return self.snapshot_position()
             reached, blob = index.position, index.to_bytes(self.log_hash(index.position))
             with self.store.database.write() as conn:
-                self.store.hold_appends(conn)  # no erasure commits between the check and the insert
+                take_append_lock(conn)  # no erasure commits between the check and the insert
                 if newest_erasure(conn) > index.position:  # it may hold what the erasure took out: again
                     continue
                 conn.execute(insert(search_snapshots).values(position=index.position, created=utc_timestamp(),

@@ -1,1 +1,7 @@
-"""memoryd inside agent frameworks: each module is behind its own extra, with the framework as its dependency."""
+"""memoryd inside agent frameworks: each module needs its framework, installed with the SDK's extra of that name.
+
+``memoryd_sdk.integrations.langgraph`` (``memoryd-sdk[langgraph]``), ``memoryd_sdk.integrations.openai_agents``
+(``memoryd-sdk[openai-agents]``) and ``memoryd_sdk.integrations.pydantic_ai`` (``memoryd-sdk[pydantic-ai]``) recall a
+memoryd session's memories once per user turn and give the model the session's memory tool as the framework's own
+tools; the LangGraph one adds a ``BaseStore`` over memoryd.
+"""

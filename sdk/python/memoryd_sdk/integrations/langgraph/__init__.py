@@ -7,6 +7,13 @@
 - ``memoryd_tools(session)``: the session's memory tool as LangChain tools (save, search, get, delete, list).
 """
 
+try:
+    import langchain_core  # noqa: F401
+    import langgraph.store.base  # noqa: F401
+except ImportError as missing:  # pragma: no cover - the extra was not installed
+    raise ImportError("memoryd_sdk.integrations.langgraph needs LangGraph: pip install 'memoryd-sdk[langgraph]'"
+                      ) from missing
+
 from memoryd_sdk.integrations.langgraph._recall import BLOCK_ID, MemorydRecall
 from memoryd_sdk.integrations.langgraph._store import MemorydStore, StoreLimitError
 from memoryd_sdk.integrations.langgraph._tools import memoryd_tools

@@ -1,0 +1,64 @@
+"""The whole log as one consistent read, and the walk that checks its hash chain (``memoryd audit verify``,
+``memoryd events export``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, select
+
+from events.chain import Checkpoint, Verdict, verify
+from events.erasure import erased_positions
+from events.store import HEAD, EventStore
+from events.types import RecordedEvent
+from memoryd.schema import event_gaps
+
+PAGE = 5_000  # events per read of the walk
+
+
+@dataclass(frozen=True)
+class LogView:
+    """The whole log as one read saw it (``whole_log``)."""
+
+    head: Checkpoint
+    gaps: list[tuple[int, int]]
+    erased: dict[int, int]  # redacted position -> the erasure's position
+    events: Iterator[RecordedEvent]
+
+
+@contextmanager
+def whole_log(store: EventStore) -> Iterator[LogView]:
+    """The log as one consistent read: its head, gaps, erased positions and every event (read a page at a
+    time, in position order). Appends go on meanwhile; none of them is in this view."""
+    with store.database.consistent_read() as conn:
+        head = conn.execute(HEAD).one()
+
+        def every_event() -> Iterator[RecordedEvent]:
+            position = 0
+            while batch := store.read_after(conn, position, PAGE):
+                yield from batch
+                position = batch[-1].position
+
+        yield LogView(Checkpoint(int(head.position), head.hash), gaps(conn), erased_positions(conn), every_event())
+
+
+def verify_chain(store: EventStore, since: Checkpoint | None = None,
+                 progress: Callable[[int], None] | None = None) -> Verdict:
+    """Walk the whole log in one consistent read, a page at a time, and check its hash chain
+    (``events/chain.py``), up to its head and past it (an event past the head is a moved-back head)."""
+    with whole_log(store) as log:
+
+        def walked() -> Iterator[RecordedEvent]:
+            for event in log.events:
+                yield event
+                if progress is not None:
+                    progress(1)
+
+        return verify(walked(), log.head, log.gaps, since, log.erased)
+
+
+def gaps(conn: Connection) -> list[tuple[int, int]]:
+    """The positions that never held an event (recorded before the chain existed)."""
+    return [(int(first), int(last)) for first, last in conn.execute(select(event_gaps))]
