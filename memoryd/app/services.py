@@ -20,6 +20,7 @@ from memoryd.app.workstreams import Workstreams
 from memoryd.config import Config
 from memoryd.db import Database
 from memoryd.directory import Directory
+from memoryd.queue_health import QueueHealth
 from memoryd.sessions import Sessions
 from projections.memory_table import MemoryTableProjection
 from projections.projector import Projector
@@ -49,3 +50,4 @@ class Services:
     workstreams: Workstreams
     erasures: Erasures
     identities: Identities
+    queue_health: QueueHealth | None = None  # with Redis: whether the worker queue answers (memoryd.queue_health)
