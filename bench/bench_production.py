@@ -83,11 +83,10 @@ def run(args: argparse.Namespace, notes: list[str], logs: Path) -> list[str]:
                         notes.append(f"{stack.name} {op}: {len(load.errors)} errors, first: {load.errors[0]}")
                     results.setdefault((stack.name, op), []).append(
                         (per_second(done, op, args.seconds), p50_ms(done, op), sum(d.pending for d in done), len(done)))
-        return _table(stacks, results, args)
+        return _table(stacks, results)
 
 
-def _table(stacks: list[Stack], results: dict[tuple[str, str], list[tuple[float, float, int, int]]],
-           args: argparse.Namespace) -> list[str]:
+def _table(stacks: list[Stack], results: dict[tuple[str, str], list[tuple[float, float, int, int]]]) -> list[str]:
     lines = ["| stack | op | per s (median) | range | p50 ms (median) | answered pending | production / this |",
              "|---|---|---:|---|---:|---:|---:|"]
     for op in OPS:
