@@ -64,9 +64,9 @@ def open_session() -> tuple[Response, int]:
         return cast(dict[str, Any], SessionSchema().dump(_session_body(session) | {"token": token,
                                                                                   "project_id": project_id}))
 
-    session, token = services().sessions.create(
+    session, token = services().identities.open_session(
         body["kind"], body["workstream_id"], body["user_id"] or "", body["parent_session_id"] or "",
-        within=lambda conn, created, token: answered_within(conn, 201, answer(created, token)))
+        event_metadata("admin"), within=lambda conn, created, token: answered_within(conn, 201, answer(created, token)))
     return jsonify(answer(session, token)), 201
 
 

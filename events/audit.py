@@ -93,7 +93,7 @@ def _record(row: Any) -> AuditRecord:
         request_id=metadata.get("request_id", ""),
         time=recorded_at[:19],
         session_id=identity.get("session_id") or metadata.get("session_id", ""),
-        workstream_id=metadata.get("workstream_id", ""),
+        workstream_id=metadata.get("workstream_id") or (identity.get("details") or {}).get("workstream_id", ""),
         project_id=project.get("project_id", ""),
         member=member,
         access=project.get("members", {}).get(member, "") if member else "",

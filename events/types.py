@@ -243,13 +243,21 @@ class TokenRevoked(IdentityEvent):
 
 
 @dataclass(frozen=True)
+class SessionOpened(IdentityEvent):
+    """A session was opened, with its kind, workstream and parent (never its token) in ``details``."""
+
+    event_type: ClassVar[str] = "session.open"
+
+
+@dataclass(frozen=True)
 class SessionClosed(IdentityEvent):
     """A session was closed: by its own token, an admin, the operator, for idleness, or with its coordinator."""
 
     event_type: ClassVar[str] = "session.close"
 
 
-IDENTITY_EVENTS = (UserCreated, UserDeactivated, UserReactivated, TokenCreated, TokenRevoked, SessionClosed)
+IDENTITY_EVENTS = (UserCreated, UserDeactivated, UserReactivated, TokenCreated, TokenRevoked, SessionOpened,
+                   SessionClosed)
 DomainEvent = MemoryEvent | ProjectEvent | EventSuperseded | MemoriesErased | IdentityEvent
 EVENT_CLASSES: dict[str, type[MemoryEvent] | type[ProjectEvent] | type[EventSuperseded] | type[MemoriesErased]
                     | type[IdentityEvent]] = {

@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import urllib.request
 
 import pytest
 from click.testing import CliRunner
@@ -44,6 +45,22 @@ def test_serve_on_a_port_in_use_says_so_in_one_line_and_never_claims_to_listen(s
     assert line == (f"Error: port {port} on 127.0.0.1 is already in use: choose another with --port or "
                     "MEMORYD_PORT")
     assert "listening" not in done.stderr
+
+
+def test_serve_on_port_0_announces_the_port_it_got_and_answers_there(sqlite_url):
+    with subprocess.Popen([sys.executable, "-m", "memoryd", "serve", "--port", "0"], text=True,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          env={**os.environ, "MEMORYD_DATABASE_URL": sqlite_url}) as server:
+        try:
+            assert server.stderr is not None
+            announced = next(line for line in server.stderr if "listening" in line)
+            address = announced.split("http://", 1)[1].split()[0]
+            host, port = address.rsplit(":", 1)
+            assert host == "127.0.0.1" and int(port) > 0, announced
+            with urllib.request.urlopen(f"http://{address}/healthz", timeout=10) as answer:
+                assert answer.status == 200
+        finally:
+            server.terminate()
 
 
 def closed_port_postgres_url() -> str:

@@ -18,7 +18,7 @@ from memoryd.domain import (
 )
 from memoryd.errors import ValidationError
 from memoryd.text import checked_identifier, checked_text
-from projections.queries import MemoryLocator
+from projections.queries import ProjectedMemoryLocator
 
 
 @given(st.text())
@@ -69,7 +69,7 @@ TYPES_OR_UNSET = st.sampled_from(["user", "general", "feedback", "reference", No
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=40)
 @given(types=st.lists(TYPES_OR_UNSET, min_size=1, max_size=6))
 def test_a_memory_keeps_the_last_explicit_type_it_was_saved_with_or_general(services, types):
-    deps = Dependencies(store=services.store, locator=MemoryLocator(services.database), users=services.directory)
+    deps = Dependencies(store=services.store, locator=ProjectedMemoryLocator(services.database), users=services.directory)
     name = f"typed_{uuid.uuid4().hex}"  # every example writes its own memory
     saved = [
         save_memory(SaveMemory(name, "content", "description", memory_type, Namespace("global", "")), EventMetadata(), deps)

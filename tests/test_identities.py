@@ -150,6 +150,17 @@ def test_a_session_closes_with_its_own_token_and_its_receipts_stay(world, admin)
     assert [session["session_id"] for session in listed] == [agent.session_id]
 
 
+def test_opening_a_session_is_audited_with_its_kind_and_workstream(world, admin):
+    workstream = world.workstream(world.owner)
+    coordinator = world.session(workstream, world.owner, kind="coordinator")
+    child = world.session(workstream, parent=coordinator.session_id)
+    opened = {record["session_id"]: record for record in _audit(admin, "session.open")}
+    assert set(opened) == {coordinator.session_id, child.session_id}
+    assert {record["workstream_id"] for record in opened.values()} == {workstream}
+    assert opened[coordinator.session_id]["user_id"] == opened[child.session_id]["user_id"] == world.owner
+    assert all(record["actor"] and child.token not in json.dumps(record) for record in opened.values())
+
+
 def test_a_coordinators_children_close_with_it(world, admin):
     workstream = world.workstream(world.owner)
     coordinator = world.session(workstream, world.owner, kind="coordinator")

@@ -68,3 +68,26 @@ def test_the_openapi_document_describes_tool_names(app):
     for request in ("TurnRequest", "SignalRequest"):
         assert schemas[request]["properties"]["tool_names"]["allOf"] == [{"$ref": "#/components/schemas/ToolNames"}]
     assert set(schemas["ToolNames"]["properties"]) == set(PER_VERB)
+
+
+def test_the_tools_answers_name_the_tool_the_model_sees(agent):
+    listed = agent("list", tool_names=PER_VERB)["text"]
+    assert listed.endswith("Call memory_get() with the displayed name and scope for the full content.")
+    missed = agent("get", name="style_guide", scope="global", tool_names=PER_VERB)
+    assert missed["error"] == ("no memory named 'style_guide' in scope 'global'. It exists in scope 'user': "
+                               "call memory_get(name='style_guide', scope='user').")
+    found = agent("search", query="style", tool_names=dict.fromkeys(PER_VERB, "mcp__memoryd__memory"))["text"]
+    assert found.endswith("Call mcp__memoryd__memory(action='get') with the displayed name and scope for the full "
+                          "content.")
+
+
+def test_without_tool_names_the_tools_answers_name_the_specs_tool(agent):
+    assert agent("list")["text"].endswith("Call memory(action='get') with the displayed name and scope for the full "
+                                          "content.")
+    assert agent("get", name="style_guide", scope="global")["error"].endswith(
+        "call memory(action='get', name='style_guide', scope='user').")
+
+
+def test_bad_tool_names_on_a_tool_call_are_a_refusal_the_model_reads(agent):
+    refused = agent("list", tool_names={"recall": "memory_recall"})
+    assert not refused["ok"] and "unknown action 'recall'" in refused["error"]

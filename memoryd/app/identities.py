@@ -2,7 +2,7 @@
 
 The directory's tables hold the identities and their credentials (never the log: no secret, hash or prefix
 is ever in an event). Every act of their lifecycle (a user created, deactivated or reactivated, a token
-created or revoked, a session closed, its coordinator's children with it) changes the table and appends an
+created or revoked, a session opened or closed, its coordinator's children with it) changes the table and appends an
 audit event (``events.types.IdentityEvent``) in one transaction: both happen, or neither. The audit trail
 (``GET /v1/api/admin/audit?action=token.revoke``) lists them with the actor, the time and the reason.
 """
@@ -12,11 +12,14 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Sequence
 
+from sqlalchemy import Connection
+
 from events.store import EventStore
 from events.types import (
     EventMetadata,
     IdentityEvent,
     SessionClosed,
+    SessionOpened,
     TokenCreated,
     TokenRevoked,
     UserCreated,
@@ -98,6 +101,17 @@ class Identities:
             self.appended(position, False)
         return token
 
+    def open_session(self, kind: str, workstream_id: str, user_id: str = "", parent_session_id: str = "",
+                     metadata: EventMetadata = OPERATOR,
+                     within: Callable[[Connection, Session, str], None] | None = None) -> tuple[Session, str]:
+        """Open a session and return it with its token (shown once); ``within`` runs in the same transaction."""
+        with self.database.unit():
+            session, token = self.sessions.create(kind, workstream_id, user_id, parent_session_id, within=within)
+            position = self._audit([SessionOpened(session.user_id, session_id=session.session_id,
+                                                  details=_described(session))], metadata)
+        self.appended(position, False)
+        return session, token
+
     def close_session(self, session_id: str, metadata: EventMetadata = OPERATOR, reason: str = "") -> list[Session]:
         """Close a session and, for a coordinator, its open children: their tokens are refused from then on,
         their receipts stay. The sessions closed now (none if it was closed already)."""
@@ -145,9 +159,12 @@ class Identities:
 
 
 def _closed(session: Session, reason: str) -> SessionClosed:
-    return SessionClosed(session.user_id, session_id=session.session_id, reason=reason,
-                         details={"kind": session.kind, "workstream_id": session.workstream_id,
-                                  "parent_session_id": session.parent_session_id})
+    return SessionClosed(session.user_id, session_id=session.session_id, reason=reason, details=_described(session))
+
+
+def _described(session: Session) -> dict[str, str]:
+    return {"kind": session.kind, "workstream_id": session.workstream_id,
+            "parent_session_id": session.parent_session_id}
 
 
 def _reason(reason: str) -> str:

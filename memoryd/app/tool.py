@@ -14,6 +14,9 @@ Scope rules (the spec's "Inherited target and coordinator scope"):
   project if there is one (never falling back elsewhere), else ``global`` for
   interactive sessions and ``coordinator`` for coordinators;
 * without a scope, search and list span the visible envelope.
+
+A call may carry ``tool_names`` (as a turn does) so that the answers name the
+tool the model sees: ``memory_get(name=...)`` rather than ``memory(action='get', ...)``.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from events.types import (
     RecordedEvent,
 )
 from memoryd.app.scope import SessionScope, WorkstreamGone, patterns, resolve
+from memoryd.app.turn.tools import ToolNames
 from memoryd.db import Database
 from memoryd.directory import Directory
 from memoryd.domain import (
@@ -145,7 +149,8 @@ class MemoryTool:
         if found is not None:
             found = self._touched([found])[0]
         if found is None:
-            raise ToolRefusal(f"no memory named '{name}' in scope '{namespace.scope}'" + self._hint(context, name, namespace))
+            raise ToolRefusal(f"no memory named '{name}' in scope '{namespace.scope}'"
+                              + self._hint(context, name, namespace, _tool_names(arguments)))
         return ToolResult(True, _render(found, full=True), memory=found)
 
     def _delete(self, context: SessionScope, arguments: dict[str, Any], claim: IdempotencyClaim | None) -> ToolResult:
@@ -156,7 +161,7 @@ class MemoryTool:
             outcome = self.bus.handle(command, self._metadata(context), claim)
         except NotFound:
             raise ToolRefusal(f"no memory named '{name}' in scope '{namespace.scope}'"
-                              + self._hint(context, name, namespace)) from None
+                              + self._hint(context, name, namespace, _tool_names(arguments))) from None
         except VersionMismatch as mismatch:
             raise ToolRefusal(_changed_meanwhile(mismatch)) from None
         return ToolResult.written("Deleted", outcome.memory, outcome.version)
@@ -169,12 +174,12 @@ class MemoryTool:
         with self.database.read() as conn:
             found = self.search.memories(conn, where, query, _limit(arguments))
         found = self._touched(found)
-        return ToolResult(True, _render_list(found, "No memories match."), memories=found)
+        return ToolResult(True, _render_list(found, "No memories match.", _tool_names(arguments)), memories=found)
 
     def _list(self, context: SessionScope, arguments: dict[str, Any], claim: IdempotencyClaim | None) -> ToolResult:
         with self.database.read() as conn:
             found = list_memories(conn, self._visible(context, arguments), _limit(arguments))
-        return ToolResult(True, _render_list(found, "No memories stored."), memories=found)
+        return ToolResult(True, _render_list(found, "No memories stored.", _tool_names(arguments)), memories=found)
 
     # -- scopes --------------------------------------------------------------------
 
@@ -233,7 +238,7 @@ class MemoryTool:
         chosen = [ScopePattern("global") if namespace.scope == "global" else namespace]
         return MemoryFilter(type=memory_type, scopes=patterns(chosen))
 
-    def _hint(self, context: SessionScope, name: str, missed: Namespace) -> str:
+    def _hint(self, context: SessionScope, name: str, missed: Namespace, tools: ToolNames) -> str:
         """Where else the session can see this name (never probing scopes it cannot)."""
         elsewhere = []
         with self.database.read() as conn:
@@ -246,7 +251,7 @@ class MemoryTool:
         if not elsewhere:
             return ""
         scopes = ", ".join(f"'{scope}'" for scope in elsewhere)
-        return f". It exists in scope {scopes}: call memory(action='get', name='{name}', scope='{elsewhere[0]}')."
+        return f". It exists in scope {scopes}: call {tools.call('get', name=name, scope=elsewhere[0])}."
 
     def _touched(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Count this read of each row (telemetry beside the log) and answer with it counted."""
@@ -264,6 +269,7 @@ class MemoryTool:
 
 def _check_arguments(arguments: dict[str, Any]) -> None:
     """Each argument the tool reads has its JSON type and storable text, or the model is told which is wrong."""
+    _tool_names(arguments)
     for name in TEXT_ARGUMENTS:
         value = arguments.get(name)
         if value is None:
@@ -324,8 +330,16 @@ def _render(row: dict[str, Any], *, full: bool = False) -> str:
     return f"{header}\n{row['description']}\n\n{row['content']}"
 
 
-def _render_list(rows: list[dict[str, Any]], empty: str) -> str:
+def _render_list(rows: list[dict[str, Any]], empty: str, tools: ToolNames) -> str:
     if not rows:
         return empty
     lines = [_render(row) for row in rows]
-    return "\n".join(lines) + "\n\nCall memory(action='get') with the displayed name and scope for the full content."
+    return "\n".join(lines) + f"\n\nCall {tools.call('get')} with the displayed name and scope for the full content."
+
+
+def _tool_names(arguments: dict[str, Any]) -> ToolNames:
+    """The call's ``tool_names`` (checked with the other arguments): how the answer names the tool."""
+    try:
+        return ToolNames.parse(arguments.get("tool_names"))
+    except ValidationError as bad:
+        raise ToolRefusal(bad.message) from None

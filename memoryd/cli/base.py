@@ -75,7 +75,8 @@ def main(ctx: click.Context, config_path: str | None) -> None:
 
 @main.command()
 @click.option("--host", help="Address to listen on (default from config: 127.0.0.1).")
-@click.option("--port", type=int, help="Port to listen on (default from config: 8080).")
+@click.option("--port", type=click.IntRange(0, 65535),
+              help="Port to listen on (default from config: 8080; 0: any free port, announced).")
 @reported
 def serve(host: str | None, port: int | None) -> None:
     """Run the HTTP API with waitress (a production WSGI server)."""
@@ -86,7 +87,8 @@ def serve(host: str | None, port: int | None) -> None:
     configure_logging()
     config = command_config()
     services = build_services(config)
-    host, port = host or config.server.host, port or config.server.port
+    host = host or config.server.host
+    port = config.server.port if port is None else port
     try:  # bound before anything is announced or created, so a port in use is one line and nothing else
         server = waitress.create_server(create_app(services), host=host, port=port, threads=config.server.threads,
                                         ident="memoryd")
@@ -97,7 +99,9 @@ def serve(host: str | None, port: int | None) -> None:
         click.echo("Created the admin user. Its token (shown only this once):", err=True)
         click.echo(token)
     services.search.warm_up()
-    click.echo(f"memoryd listening on http://{host}:{port} (database: {services.database.url!r})", err=True)
+    bound_host = f"[{server.effective_host}]" if ":" in server.effective_host else server.effective_host
+    bound = f"{bound_host}:{server.effective_port}"  # port 0: the one the system chose
+    click.echo(f"memoryd listening on http://{bound} (database: {services.database.url!r})", err=True)
     server.run()
 
 

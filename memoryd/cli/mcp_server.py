@@ -101,6 +101,10 @@ async def _tool_call(resolver: SessionResolver, ctx: Context, action: str, **arg
 
 
 def _tools(server: MCPServer, resolver: SessionResolver) -> None:
+    async def per_verb(ctx: Context, action: str, **arguments: Any) -> CallToolResult:
+        """A call of one verb's tool, whose answers name these tools (``memory_get``, not ``memory``)."""
+        return await _tool_call(resolver, ctx, action, tool_names=PER_VERB_TOOLS, **arguments)
+
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                                              open_world_hint=False))
     async def memory_save(name: str, content: str, description: str, ctx: Context, type: MemoryType | None = None,
@@ -108,25 +112,25 @@ def _tools(server: MCPServer, resolver: SessionResolver) -> None:
         """Save a memory, or update the one of this name in its scope. Without a scope: the attached project,
         else global (coordinators: their coordinator scope). The description is a one-line relevance summary.
         With expected_version (a get shows it), only if nobody changed the memory since."""
-        return await _tool_call(resolver, ctx, "save", name=name, content=content, description=description,
+        return await per_verb(ctx, "save", name=name, content=content, description=description,
                                 type=type, scope=scope, expected_version=expected_version)
 
     @server.tool(annotations=READS)
     async def memory_get(name: str, ctx: Context, scope: Scope | None = None) -> CallToolResult:
         """A memory's full content, by the name (and scope) a search or list showed."""
-        return await _tool_call(resolver, ctx, "get", name=name, scope=scope)
+        return await per_verb(ctx, "get", name=name, scope=scope)
 
     @server.tool(annotations=READS)
     async def memory_search(query: str, ctx: Context, type: MemoryType | None = None, scope: Scope | None = None,
                             limit: int | None = None) -> CallToolResult:
         """The memories that best match the query (BM25), across every scope this session sees unless one is given."""
-        return await _tool_call(resolver, ctx, "search", query=query, type=type, scope=scope, limit=limit)
+        return await per_verb(ctx, "search", query=query, type=type, scope=scope, limit=limit)
 
     @server.tool(annotations=READS)
     async def memory_list(ctx: Context, type: MemoryType | None = None, scope: Scope | None = None,
                           limit: int | None = None) -> CallToolResult:
         """The most recently updated memories this session sees (limit: default 20, at most 50)."""
-        return await _tool_call(resolver, ctx, "list", type=type, scope=scope, limit=limit)
+        return await per_verb(ctx, "list", type=type, scope=scope, limit=limit)
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
                                              open_world_hint=False))
@@ -134,7 +138,7 @@ def _tools(server: MCPServer, resolver: SessionResolver) -> None:
                             expected_version: int | None = None) -> CallToolResult:
         """Delete a memory by name (and scope); with expected_version, only at that version. It stays in
         memoryd's audit log."""
-        return await _tool_call(resolver, ctx, "delete", name=name, scope=scope, expected_version=expected_version)
+        return await per_verb(ctx, "delete", name=name, scope=scope, expected_version=expected_version)
 
 
 def _one_tool(server: MCPServer, resolver: SessionResolver) -> None:

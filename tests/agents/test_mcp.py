@@ -74,6 +74,7 @@ def test_every_tool_over_stdio_with_refusals_as_tool_errors(live_server, agent):
             assert [m["name"] for m in found.structured_content["memories"]] == ["mcp_style"]
             listed = await client.call_tool("memory_list", {"scope": "workstream"})
             assert "[general:workstream] mcp_style" in text(listed)
+            assert text(listed).endswith("Call memory_get() with the displayed name and scope for the full content.")
             refused = await client.call_tool("memory_save", {"name": "x", "content": "y", "description": "d",
                                                              "scope": "coordinator"})
             assert refused.is_error and "unavailable to this interactive session" in text(refused)
@@ -121,8 +122,13 @@ def test_the_single_tool_mode_exposes_the_specs_memory_tool(live_server, agent):
     async def scenario() -> None:
         async with Client(stdio(live_server, agent, "--single-tool")) as client:
             assert {tool.name for tool in (await client.list_tools()).tools} == {"memory", "memory_context"}
+            saved = await client.call_tool("memory", {"action": "save", "name": "deploy_steps", "scope": "workstream",
+                                                      "content": "we deploy with a blue-green switch",
+                                                      "description": "how we deploy"})
+            assert not saved.is_error
             listed = await client.call_tool("memory", {"action": "list"})
-            assert not listed.is_error
+            assert text(listed).endswith("Call memory(action='get') with the displayed name and scope for the full "
+                                         "content.")
             bad = await client.call_tool("memory", {"action": "save", "name": "x"})
             assert bad.is_error and "content" in text(bad)
             context = text(await client.call_tool("memory_context", {"query": "how do we deploy"}))

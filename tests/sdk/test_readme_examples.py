@@ -1,4 +1,4 @@
-"""Every SDK example in the README and in each SDK's own README runs, against a live server."""
+"""Every SDK example in docs/sdks-mcp-hooks.md and in each SDK's own README runs, against a live server."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 from tests.sdk.test_scenarios import build_typescript_sdk
 
 ROOT = Path(__file__).resolve().parents[2]
-PYTHON_READMES = [ROOT / "README.md", ROOT / "sdk" / "python" / "README.md"]
-TYPESCRIPT_READMES = [ROOT / "README.md", ROOT / "sdk" / "typescript" / "README.md"]
+PYTHON_READMES = [ROOT / "docs" / "sdks-mcp-hooks.md", ROOT / "sdk" / "python" / "README.md"]
+TYPESCRIPT_READMES = [ROOT / "docs" / "sdks-mcp-hooks.md", ROOT / "sdk" / "typescript" / "README.md"]
 
 
 def blocks(paths: list[Path], language: str, needle: str) -> list[tuple[str, str]]:
@@ -33,8 +33,8 @@ TYPESCRIPT_EXAMPLES = blocks(TYPESCRIPT_READMES, "js", "@memoryd/sdk")
 
 
 def test_there_are_examples_in_every_readme():
-    assert {label.split("#")[0] for label, _ in PYTHON_EXAMPLES} == {"README.md", "sdk/python/README.md"}
-    assert {label.split("#")[0] for label, _ in TYPESCRIPT_EXAMPLES} == {"README.md", "sdk/typescript/README.md"}
+    assert {label.split("#")[0] for label, _ in PYTHON_EXAMPLES} == {"docs/sdks-mcp-hooks.md", "sdk/python/README.md"}
+    assert {label.split("#")[0] for label, _ in TYPESCRIPT_EXAMPLES} == {"docs/sdks-mcp-hooks.md", "sdk/typescript/README.md"}
 
 
 @pytest.mark.parametrize(("label", "example"), PYTHON_EXAMPLES, ids=[label for label, _ in PYTHON_EXAMPLES])
