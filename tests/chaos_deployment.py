@@ -29,6 +29,14 @@ from tests.own_postgres import OwnPostgres
 # MEMORYD_CHAOS_GUNICORN replaces the options when the documented form changes.
 GUNICORN_OPTIONS = os.environ.get("MEMORYD_CHAOS_GUNICORN", "-w 2")
 QUEUE = "memoryd-chaos"
+TREE = Path(__file__).resolve().parent.parent
+
+
+def python_path() -> str:
+    """The caller's PYTHONPATH made absolute (the processes run in a temporary directory), then this tree:
+    a memoryd named on PYTHONPATH is the one that runs, else this tree's."""
+    given = [str(Path(entry).resolve()) for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    return os.pathsep.join([*given, str(TREE)])
 
 
 def missing_redis_server() -> str | None:
@@ -61,7 +69,7 @@ class Deployment:
         self.redis_port, self.api_port = free_port(), free_port()
         self.env = {**os.environ, "MEMORYD_DATABASE_URL": self.database_url, "MEMORYD_QUEUE": QUEUE,
                     "MEMORYD_REDIS_URL": f"redis://127.0.0.1:{self.redis_port}/0",
-                    "MEMORYD_SNAPSHOT_DIR": str(self.root / "snapshots")}
+                    "MEMORYD_SNAPSHOT_DIR": str(self.root / "snapshots"), "PYTHONPATH": python_path()}
         self.redis: subprocess.Popen[bytes] | None = None
         self.api: subprocess.Popen[bytes] | None = None
         self.workers: list[subprocess.Popen[bytes]] = []
