@@ -43,7 +43,7 @@ from redis import Redis
 from rq import Queue
 from stacks import SAVE, SEARCH, TURN, Load, Stack, embedded, p50_ms, per_second, prepare, production, stop, wait_healthy
 
-from workers.dispatch import pending_key
+from workers.redis_dispatch import pending_key
 
 REDIS_URL = os.environ.get("MEMORYD_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
 PRODUCTION, EMBEDDED_PG, EMBEDDED_SQLITE = "production", "embedded-postgres", "embedded-sqlite"

@@ -25,12 +25,12 @@ from memoryd.directory import TOKEN_SCOPES, Directory
 from memoryd.errors import ConfigError
 from memoryd.queue_health import QueueHealth
 from memoryd.sessions import Sessions
+from projections.dispatch import InProcessDispatcher
 from projections.memory_table import MemoryTableProjection
 from projections.project_tables import ProjectTablesProjection
 from projections.projector import Projector
 from projections.queries import ProjectedMemoryLocator
 from projections.search import Analyzer, SearchService
-from workers.dispatch import InProcessDispatcher
 
 ADMIN_PERMISSIONS = ["admin.memories"]
 

@@ -27,7 +27,7 @@ from tests.own_postgres import OwnPostgres
 
 # As docs/operations.md's Procfile starts the API, with one process per core of this 2-core machine.
 # MEMORYD_CHAOS_GUNICORN replaces the options when the documented form changes.
-GUNICORN_OPTIONS = os.environ.get("MEMORYD_CHAOS_GUNICORN", "-w 2")
+GUNICORN_OPTIONS = os.environ.get("MEMORYD_CHAOS_GUNICORN", "-w 2 -k gthread --threads 8")  # as docs/operations.md
 QUEUE = "memoryd-chaos"
 TREE = Path(__file__).resolve().parent.parent
 

@@ -23,10 +23,19 @@ from rq import Queue
 
 from events.transaction import AppendTransaction
 from memoryd.queue_health import QueueHealth
+from projections.dispatch import InProcessDispatcher
 from projections.projector import Projector
-from workers.dispatch import CATCH_UP_JOB, PENDING_TTL_SECONDS, InProcessDispatcher, pending_key
 
 log = logging.getLogger(__name__)
+# A catch-up job waits in the queue at most once: the key says one does. The job deletes it when it starts; a
+# worker killed between taking the job and deleting the key holds new jobs back until the key expires.
+PENDING_TTL_SECONDS = 5
+CATCH_UP_JOB = "workers.jobs.catch_up"  # enqueued by name: the writer never imports the job's code
+
+
+def pending_key(queue_name: str) -> str:
+    """Set while a catch-up job waits in the queue, so appends don't pile up duplicates."""
+    return f"memoryd:{queue_name}:catch-up-pending"
 
 
 class RedisDispatcher:
