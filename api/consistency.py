@@ -100,11 +100,15 @@ def stopped_before(position: int) -> str:
 def settle(position: int) -> bool:
     """Wait (bounded) for a write's own event to be projected; False if still pending.
 
-    In-process projection has already run (or failed) by now, so it is checked
-    once; with workers the write waits up to ``server.write_wait_ms``. The write is
-    durable either way, so a read-model failure here only marks it pending.
+    The write's own step, or an in-process catch-up, has already run (or failed)
+    by now, so it is checked once; only a write handed to the workers waits, up to
+    ``server.write_wait_ms``. With the queue unreachable nothing was handed over
+    (``RedisDispatcher``): no worker would hurry, so the write does not wait. The
+    write is durable either way, so a read-model failure here only marks it pending.
     """
-    wait = services().config.server.write_wait_ms / 1000 if services().redis is not None else 0.0
+    health = services().queue_health
+    handed_to_workers = health is not None and not health.degraded()
+    wait = services().config.server.write_wait_ms / 1000 if handed_to_workers else 0.0
     try:
         projected, _ = services().projector.wait_for(position, wait)
     except SQLAlchemyError:

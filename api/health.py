@@ -21,7 +21,9 @@ def healthz() -> tuple[Response, int]:
 @blueprint.get("/readyz")
 def readyz() -> tuple[Response, int]:
     """The database answers, the search index is not being built, no projection is stopped on an event, and each
-    is within ``server.ready_max_lag``. ``search`` says which analyzer the index uses and where it came from."""
+    is within ``server.ready_max_lag``. ``search`` says which analyzer the index uses and where it came from.
+    ``degraded`` lists what is down while the service still serves: ``queue`` while Redis does not answer
+    (writes project in the API process meanwhile), and it stays ready."""
     try:
         with services().database.read() as conn:
             conn.execute(text("SELECT 1"))
@@ -36,7 +38,8 @@ def readyz() -> tuple[Response, int]:
     limit = services().config.server.ready_max_lag
     search = services().search
     body: dict[str, object] = {"status": "ready", "head": head, "lag": lag, "max_lag": limit,
-                               "search": {"analyzer": search.analyzer.identity, "index": search.origin}}
+                               "search": {"analyzer": search.analyzer.identity, "index": search.origin},
+                               "degraded": degraded()}
     if search.building():
         body["status"] = "starting"
     elif faults:
@@ -46,6 +49,12 @@ def readyz() -> tuple[Response, int]:
     elif any(behind > limit for behind in lag.values()):
         body["status"] = "lagging"
     return jsonify(body), 200 if body["status"] == "ready" else 503
+
+
+def degraded() -> list[str]:
+    """What is down while the service serves on without it (``memoryd.queue_health``)."""
+    health = services().queue_health
+    return ["queue"] if health is not None and not health.check() else []
 
 
 @blueprint.get("/metrics")

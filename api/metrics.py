@@ -5,7 +5,7 @@
 * Turns: how long ``TurnComposer.compose`` takes, beside the request that carried it.
 * Read at each scrape, from the database and this process: the log's head; per projection its
   checkpoint, lag and whether it is stopped on an event; the search index's memories, parts and
-  whether it is stopped; with Redis, the worker queue's depth and failed jobs.
+  whether it is stopped; with Redis, whether the worker queue answers, its depth and failed jobs.
 
 Several API processes (gunicorn) add up their counts through prometheus-client's multiprocess
 mode: give them an empty ``PROMETHEUS_MULTIPROC_DIR`` before they start (README, Metrics).
@@ -112,8 +112,13 @@ class ServiceState(Collector):
                                 value=int(search.fault is not None))
 
     def _queue(self) -> Iterator[Metric]:
-        queue = self.services.queue
-        if queue is None:  # projections run in process: no queue to watch
+        queue, health = self.services.queue, self.services.queue_health
+        if queue is None or health is None:  # projections run in process: no queue to watch
+            return
+        up = health.check()
+        yield GaugeMetricFamily("memoryd_queue_up", "1 while the worker queue (Redis) answers; 0 while it does not and "
+                                "writes project in the API process (degraded, as /readyz says).", value=int(up))
+        if not up:
             return
         depth = GaugeMetricFamily("memoryd_queue_jobs", "Projection jobs waiting in the worker queue.")
         failed = GaugeMetricFamily("memoryd_queue_failed_jobs", "Jobs in the worker queue's failed registry.")

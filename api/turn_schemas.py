@@ -1,8 +1,14 @@
-"""Schemas of the turn routes, for the OpenAPI document (``memoryd.app.turn.request`` checks the bodies)."""
+"""Schemas of the turn routes, for the OpenAPI document (``memoryd.app.turn.request`` checks the bodies; the
+turn request's schema is made from its dataclass, so the request has one definition)."""
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 from marshmallow import Schema, fields
+
+from memoryd.app.turn import TurnRequest
 
 
 class MessageSchema(Schema):
@@ -34,20 +40,22 @@ def _tool_names() -> fields.Nested:
                        "action. Default: the spec's one memory tool"})
 
 
-class TurnRequestSchema(Schema):
-    messages = fields.List(fields.Nested(MessageSchema), metadata={
-        "description": "the conversation so far; memoryd takes the last 3 user texts as the context"})
-    query = fields.String(metadata={"description": "instead of messages: the context itself"})
-    system = fields.String(metadata={"description": "the runtime's own system prompt"})
-    placement = fields.String(metadata={"enum": ["system", "tail", "none"], "description": "default system"})
-    turn_id = fields.String(metadata={"description": "a retry with the same turn_id replays the recorded answer"})
-    tool_visible = fields.Boolean(metadata={"description": "whether the model sees the memory tool (default true)"})
-    relevance_k = fields.Integer(metadata={"description": "1 to the configured memory.relevance_k"})
-    max_chars = fields.Integer(metadata={"description": "budget for the block: whole memories are dropped"})
-    min_score = fields.Float(metadata={"description": "floor on the BM25 score (default: above 0)"})
-    preview = fields.Boolean(metadata={"description": "dry run: records, touches and charges nothing"})
-    min_position = fields.Integer(metadata={"description": "as X-Min-Position"})
-    tool_names = _tool_names()
+def _described(request: type[TurnRequest]) -> type[Schema]:
+    """The OpenAPI schema of a request, from its dataclass's fields (their metadata says how they travel)."""
+    kinds = {"string": fields.String, "boolean": fields.Boolean, "integer": fields.Integer, "number": fields.Float}
+    made: dict[str, fields.Field[Any]] = {}
+    for known in dataclasses.fields(request):
+        kind, description = known.metadata["kind"], {k: v for k, v in known.metadata.items() if k != "kind"}
+        if kind == "messages":
+            made[known.name] = fields.List(fields.Nested(MessageSchema), metadata=description)
+        elif kind == "tool_names":
+            made[known.name] = _tool_names()
+        else:
+            made[known.name] = kinds[kind](metadata=description)
+    return Schema.from_dict(made, name=f"{request.__name__}Schema")
+
+
+TurnRequestSchema = _described(TurnRequest)
 
 
 class ItemSchema(Schema):

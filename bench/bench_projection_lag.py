@@ -413,7 +413,7 @@ def _wait_for_workers(redis: Redis, queue_name: str, count: int, stack: Stack, l
 
 
 def _clean_redis(redis: Redis, queue_name: str) -> None:
-    from workers.dispatch import pending_key
+    from workers.redis_dispatch import pending_key
 
     try:
         Queue(queue_name, connection=redis).delete(delete_jobs=True)

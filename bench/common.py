@@ -139,9 +139,10 @@ def load_average(label: str = "load average") -> str:
 
 
 def print_header(script: str, argv: list[str] | None, lines: Sequence[str]) -> None:
-    """``# <name>: bench/<script> <arguments>``, then one ``# `` line each of ``lines``."""
+    """``# <name>: bench/<script's path under it> <arguments>``, then one ``# `` line each of ``lines``."""
     arguments = argv if argv is not None else sys.argv[1:]
-    print(f"# {Path(script).stem}: " + " ".join([f"bench/{Path(script).name}", *arguments]))
+    path = Path(script).resolve().relative_to(ROOT)
+    print(f"# {path.stem}: " + " ".join([str(path), *arguments]))
     for line in lines:
         print("# " + line)
 

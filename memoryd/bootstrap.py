@@ -23,13 +23,14 @@ from memoryd.config import Config, default_snapshot_dir
 from memoryd.db import Database
 from memoryd.directory import TOKEN_SCOPES, Directory
 from memoryd.errors import ConfigError
+from memoryd.queue_health import QueueHealth
 from memoryd.sessions import Sessions
+from projections.dispatch import InProcessDispatcher
 from projections.memory_table import MemoryTableProjection
 from projections.project_tables import ProjectTablesProjection
 from projections.projector import Projector
 from projections.queries import ProjectedMemoryLocator
 from projections.search import Analyzer, SearchService
-from workers.dispatch import InProcessDispatcher
 
 ADMIN_PERMISSIONS = ["admin.memories"]
 
@@ -40,7 +41,7 @@ def build_services(config: Config) -> Services:
     memory_table = MemoryTableProjection()
     projector = Projector(database, store, [memory_table, ProjectTablesProjection()])
     idempotency = IdempotencyKeys(database, dt.timedelta(hours=config.server.idempotency_window_hours))
-    redis, queue = None, None
+    redis, queue, queue_health = None, None, None
     dispatcher: Dispatcher = InProcessDispatcher(projector)
     if config.workers.redis_url:  # imported only then: the Redis client is a tenth of a second of every start
         from redis import Redis
@@ -51,7 +52,8 @@ def build_services(config: Config) -> Services:
 
         redis = Redis.from_url(config.workers.redis_url, socket_connect_timeout=1, socket_timeout=2)
         queue = Queue(config.workers.queue, connection=redis, serializer=JSONSerializer)
-        dispatcher = RedisDispatcher(redis, queue)
+        queue_health = QueueHealth(redis.ping)
+        dispatcher = RedisDispatcher(redis, queue, projector, queue_health)
     directory = Directory(database)
     locator = ProjectedMemoryLocator(database)
     bus = CommandBus(Dependencies(store=store, locator=locator, users=directory), dispatcher, idempotency)
@@ -64,7 +66,8 @@ def build_services(config: Config) -> Services:
     sessions = Sessions(database, directory, config.auth.session_idle_days)
     identities = Identities(store, directory, sessions, dispatcher.appended, config.auth.default_token_days)
     return Services(config, database, store, projector, memory_table, bus, directory, idempotency, redis, queue,
-                    search, sessions, tool, turns, Workstreams(directory, store), erasures, identities, locator)
+                    search, sessions, tool, turns, Workstreams(directory, store), erasures, identities, locator,
+                    queue_health)
 
 
 def analyzer_for(config: Config) -> Analyzer:

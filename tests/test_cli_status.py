@@ -86,6 +86,7 @@ def test_status_with_redis_reports_lag_queue_depth_and_failed_jobs(
     built: Any, status: Any, redis_url: str, queue_name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     services = built(redis_url, queue=queue_name, write_wait_ms=0)
+    monkeypatch.setattr(services.projector, "step", lambda position: False)  # as when a worker holds the checkpoints
     save(services, "one", "two")  # no worker yet: one catch-up job waits
     assert services.queue is not None
     services.queue.enqueue_call(explode)
@@ -121,14 +122,14 @@ def test_status_with_redis_reports_lag_queue_depth_and_failed_jobs(
 
 
 def test_status_with_redis_unreachable_still_reports_the_log_and_says_so(built: Any, status: Any, queue_name: str) -> None:
-    save(built(DEAD_REDIS, queue=queue_name, write_wait_ms=0), "one")
+    save(built(DEAD_REDIS, queue=queue_name, write_wait_ms=0), "one")  # projected in process: no queue to hand it to
 
     text = status(redis_url=DEAD_REDIS)
     as_json = json.loads(status("--json", redis_url=DEAD_REDIS).output)
 
     assert text.exit_code == 0, text.output
-    assert text.output.splitlines()[:3] == ["log head: position 1", "projection structured_memories: checkpoint 0, lag 1",
-                                            "projection projects: checkpoint 0, lag 1"]
+    assert text.output.splitlines()[:3] == ["log head: position 1", "projection structured_memories: checkpoint 1, lag 0",
+                                            "projection projects: checkpoint 1, lag 0"]
     assert text.output.splitlines()[3].startswith(f"queue {queue_name}: Redis unreachable")
     assert as_json["head"] == 1
     assert as_json["queue"]["name"] == queue_name

@@ -17,7 +17,6 @@ from memoryd.bootstrap import build_services
 from memoryd.config import Config, StorageSettings
 from tests.conftest import Caller, _caller_factory, make_services
 
-DEAD_REDIS = "redis://127.0.0.1:1/0"  # nothing listens on port 1: projections wait for a worker
 PROJECTIONS = ("structured_memories", "projects")
 
 
@@ -35,12 +34,13 @@ def writer_of(services: Services) -> Caller:
 
 
 @pytest.fixture
-def lagging(sqlite_url: str) -> Iterator[Any]:
-    """``lagging(max_lag)``: services whose projections only move when the test catches them up."""
+def lagging(sqlite_url: str, redis_url: str) -> Iterator[Any]:
+    """``lagging(max_lag)``: services whose projections only move when the test catches them up (no worker
+    takes their queue's jobs, and on a fresh database, before any catch-up, a write's step cannot run)."""
     made: list[Services] = []
 
     def build(ready_max_lag: int) -> Services:
-        services = make_services(sqlite_url, redis_url=DEAD_REDIS, write_wait_ms=0, ready_max_lag=ready_max_lag)
+        services = make_services(sqlite_url, redis_url=redis_url, write_wait_ms=0, ready_max_lag=ready_max_lag)
         made.append(services)
         return services
 
@@ -80,7 +80,8 @@ def test_readyz_answers_200_with_the_head_and_each_lag_when_caught_up(services: 
 
     assert response.status_code == 200
     assert response.json == {"status": "ready", "head": 2, "lag": lags(0), "max_lag": 10_000,
-                             "search": {"analyzer": services.search.analyzer.identity, "index": services.search.origin}}
+                             "search": {"analyzer": services.search.analyzer.identity, "index": services.search.origin},
+                             "degraded": []}
 
 
 def test_readyz_is_ready_on_an_empty_log(services: Services) -> None:
@@ -99,7 +100,7 @@ def test_readyz_answers_503_lagging_when_a_projection_is_further_behind_than_all
 
     assert response.status_code == 503
     assert {key: value for key, value in response.json.items() if key != "search"} == {
-        "status": "lagging", "head": 1, "lag": lags(1), "max_lag": 0}
+        "status": "lagging", "head": 1, "lag": lags(1), "max_lag": 0, "degraded": []}
 
 
 def test_readyz_is_ready_when_the_lag_equals_the_limit(lagging: Any) -> None:

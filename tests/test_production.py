@@ -1,4 +1,4 @@
-"""The production shape end to end: gunicorn with two API processes, a worker,
+"""The production shape end to end: gunicorn with two API processes of 8 threads each, a worker,
 PostgreSQL and Redis, exercised over real HTTP."""
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ def test_two_gunicorn_processes_and_a_worker_serve_reads_of_their_own_writes(bui
     port = free_port()
     env = {**os.environ, "MEMORYD_DATABASE_URL": postgres_url, "MEMORYD_REDIS_URL": redis_url,
            "MEMORYD_QUEUE": services.config.workers.queue}
-    api = subprocess.Popen([sys.executable, "-m", "gunicorn", "-w", "2", "-b", f"127.0.0.1:{port}", "api.wsgi:application"],
+    api = subprocess.Popen([sys.executable, "-m", "gunicorn", "-w", "2", "-k", "gthread", "--threads", "8",  # the README's
+                            "-b", f"127.0.0.1:{port}", "api.wsgi:application"],
                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     worker = spawn_worker(services)
     try:

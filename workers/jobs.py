@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 
 from memoryd.app.services import Services
-from workers.dispatch import pending_key
+from workers.redis_dispatch import pending_key
 
 log = logging.getLogger(__name__)
 _services: Services | None = None

@@ -3,7 +3,9 @@
 The RQ worker runs catch-up jobs as they are enqueued. Beside it a thread
 catches up on a fixed interval, whether or not jobs arrive, so a lost job,
 a worker killed mid-job or Redis being down delays projection by at most one
-interval and never loses an event. The same thread stores a fresh search
+interval and never loses an event. While Redis does not answer, the thread catches up every
+``OUTAGE_INTERVAL_SECONDS`` instead: no job will come, and an API process leaves to the workers what its
+own step could not project. The same thread stores a fresh search
 index snapshot whenever the log has moved ``search.snapshot_every`` events
 past the last one, so API processes start without replaying the whole log. Any number of workers may run: catch-ups
 of one projection queue on its checkpoint row, so none applies an event twice.
@@ -24,6 +26,7 @@ from workers import jobs
 
 log = logging.getLogger(__name__)
 REDIS_RETRY_SECONDS = 2.0
+OUTAGE_INTERVAL_SECONDS = 0.1
 
 
 class PeriodicCatchUp(threading.Thread):
@@ -35,7 +38,7 @@ class PeriodicCatchUp(threading.Thread):
         self.stopped = threading.Event()
 
     def run(self) -> None:
-        while not self.stopped.wait(self.interval):
+        while not self.stopped.wait(self._next_interval()):
             try:
                 self.services.projector.catch_up()
                 self.services.idempotency.purge_expired()
@@ -46,8 +49,20 @@ class PeriodicCatchUp(threading.Thread):
                 log.exception("periodic catch-up failed; retrying in %.1f s", self.interval)
 
 
+    def _next_interval(self) -> float:
+        """The configured interval, or a short one while the queue does not answer (checked once per run)."""
+        health = self.services.queue_health
+        if health is None or health.check():
+            return self.interval
+        return min(self.interval, OUTAGE_INTERVAL_SECONDS)
+
+
 class _StoppableWorker(SimpleWorker):
-    """Remembers a stop request beyond its own life, so a retry loop around it ends too."""
+    """Remembers a stop request beyond its own life, so a retry loop around it ends too. Reconnects to
+    Redis every ``REDIS_RETRY_SECONDS`` at most (RQ's own back-off grows to a minute), so jobs flow again
+    soon after an outage."""
+
+    max_connection_wait_time = REDIS_RETRY_SECONDS
 
     def __init__(self, *args: Any, stopping: threading.Event, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -21,6 +21,7 @@ from memoryd.app.workstreams import Workstreams
 from memoryd.config import Config
 from memoryd.db import Database
 from memoryd.directory import Directory
+from memoryd.queue_health import QueueHealth
 from memoryd.sessions import Sessions
 from projections.memory_table import MemoryTableProjection
 from projections.projector import Projector
@@ -51,3 +52,4 @@ class Services:
     erasures: Erasures
     identities: Identities
     locator: MemoryLocator  # which stream holds a memory id (the read model, then the log)
+    queue_health: QueueHealth | None = None  # with Redis: whether the worker queue answers (memoryd.queue_health)

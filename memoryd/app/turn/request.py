@@ -6,7 +6,7 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from memoryd.app.turn.conversation import Message, context_of, messages_from, newest_user_text
@@ -16,31 +16,45 @@ from memoryd.errors import ValidationError
 PLACEMENTS = ("system", "tail", "none")
 MAX_TURN_ID = 255
 MAX_CHARS = 10_000_000
-FIELDS = ("messages", "query", "system", "placement", "turn_id", "tool_visible", "relevance_k", "max_chars",
-          "min_score", "preview", "min_position", "tool_names")
+
+
+def _wire(kind: str, description: str, **more: Any) -> dict[str, Any]:
+    """How a field travels in JSON (``kind``) and what the OpenAPI document says of it."""
+    return {"kind": kind, "description": description, **more}
 
 
 @dataclass(frozen=True)
 class TurnRequest:
-    messages: tuple[Message, ...] = ()
-    query: str | None = None  # instead of messages: the context itself
-    system: str = ""
-    placement: str = "system"
-    turn_id: str = ""  # "" lets the composer choose one
-    tool_visible: bool = True
-    relevance_k: int | None = None  # None: the configured relevance_k
-    max_chars: int | None = None  # None: no budget
-    min_score: float = 0.0  # a memory must score above 0 and at least this
-    preview: bool = False
-    min_position: int = 0
-    tool_names: ToolNames = SPEC_TOOLS  # how the model sees the memory tool: what the hint and nudges name
+    """What a runtime asks for a turn. Its fields are the request's one definition: ``parse`` checks a body
+    against them, and ``api.turn_schemas`` describes them in the OpenAPI document from their metadata."""
+
+    messages: tuple[Message, ...] = field(default=(), metadata=_wire(
+        "messages", "the conversation so far; memoryd takes the last 3 user texts as the context"))
+    query: str | None = field(default=None, metadata=_wire("string", "instead of messages: the context itself"))
+    system: str = field(default="", metadata=_wire("string", "the runtime's own system prompt"))
+    placement: str = field(default="system", metadata=_wire("string", "default system", enum=list(PLACEMENTS)))
+    turn_id: str = field(default="", metadata=_wire(  # "" lets the composer choose one
+        "string", "a retry with the same turn_id replays the recorded answer"))
+    tool_visible: bool = field(default=True, metadata=_wire(
+        "boolean", "whether the model sees the memory tool (default true)"))
+    relevance_k: int | None = field(default=None, metadata=_wire(  # None: the configured relevance_k
+        "integer", "1 to the configured memory.relevance_k"))
+    max_chars: int | None = field(default=None, metadata=_wire(  # None: no budget
+        "integer", "budget for the block: whole memories are dropped"))
+    min_score: float = field(default=0.0, metadata=_wire(  # a memory must score above 0 and at least this
+        "number", "floor on the BM25 score (default: above 0)"))
+    preview: bool = field(default=False, metadata=_wire("boolean", "dry run: records, touches and charges nothing"))
+    min_position: int = field(default=0, metadata=_wire("integer", "as X-Min-Position"))
+    tool_names: ToolNames = field(default=SPEC_TOOLS, metadata=_wire(  # what the hint and nudges name
+        "tool_names", "how the model sees the memory tool"))
 
     @classmethod
     def parse(cls, body: Mapping[str, Any]) -> TurnRequest:
         """From a JSON object (the HTTP body, or what an embedding caller builds)."""
-        unknown = sorted(set(body) - set(FIELDS))
+        names = [known.name for known in fields(cls)]
+        unknown = sorted(set(body) - set(names))
         if unknown:
-            raise ValidationError(f"unknown field: {unknown[0]} (a turn takes {', '.join(FIELDS)})")
+            raise ValidationError(f"unknown field: {unknown[0]} (a turn takes {', '.join(names)})")
         if body.get("messages") is not None and body.get("query") is not None:
             raise ValidationError("send messages or query, not both")
         query = body.get("query")

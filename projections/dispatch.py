@@ -1,9 +1,5 @@
-"""Dispatchers decide where projections run after an append: here, in-process (the embedded default).
-
-``workers.redis_dispatch`` hands them to the workers; it lives apart so that a
-process without Redis configured never imports the Redis client (a tenth of
-a second of every start).
-"""
+"""The embedded default's dispatcher: projections run in the writer's own process, most often in its own
+transaction (``workers.redis_dispatch`` hands what this cannot do to the workers)."""
 
 from __future__ import annotations
 
@@ -13,13 +9,6 @@ from events.transaction import AppendTransaction
 from projections.projector import Projector
 
 log = logging.getLogger(__name__)
-PENDING_TTL_SECONDS = 60
-CATCH_UP_JOB = "workers.jobs.catch_up"  # enqueued by name: the writer never imports the job's code
-
-
-def pending_key(queue_name: str) -> str:
-    """Set while a catch-up job waits in the queue, so appends don't pile up duplicates."""
-    return f"memoryd:{queue_name}:catch-up-pending"
 
 
 class InProcessDispatcher:
