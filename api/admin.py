@@ -13,6 +13,7 @@ from typing import Any
 
 from flask import Blueprint, Response, request
 
+from api.answer_schemas import AuditPageSchema, ErasureCertificateSchema, EventPageSchema, MemoryHistorySchema, MemorySchema
 from api.consistency import after_position
 from api.context import authorized, json_object, services, writing
 from api.idempotency import idempotent
@@ -22,14 +23,9 @@ from api.schemas import (
     AdminListQuery,
     AdminSearchQuery,
     AsOfQuery,
-    AuditPageSchema,
     AuditQuery,
-    ErasureCertificateSchema,
     ErasureRequest,
-    EventPageSchema,
     EventsQuery,
-    MemoryHistorySchema,
-    MemorySchema,
     RestoreMemoryRequest,
     load,
 )

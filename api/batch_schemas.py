@@ -6,7 +6,8 @@ from typing import Any
 
 from marshmallow import fields, validate
 
-from api.schemas import HistoricMemorySchema, RequestSchema, SaveMemoryRequest, WholeNumber, _text, load
+from api.answer_schemas import HistoricMemorySchema
+from api.schemas import RequestSchema, SaveMemoryRequest, WholeNumber, _text, load
 from memoryd.domain import REST_MAX_CONTENT, clean_content, clean_description
 from memoryd.errors import ValidationError
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
-from api.schemas import ProjectSchema, RequestSchema, WholeNumber, WorkstreamSchema, _limit, _text
+from api.answer_schemas import ProjectSchema, WorkstreamSchema
+from api.schemas import RequestSchema, WholeNumber, _limit, _text
 
 
 def _after() -> fields.String:

@@ -7,20 +7,14 @@ from typing import Any
 from flask import Blueprint, Response, request
 
 from api.access import public_filter, public_namespace
+from api.answer_schemas import MemorySchema
 from api.batch_schemas import load_writes
 from api.consistency import after_position
 from api.context import authorized, caller, json_object, services, writing
 from api.idempotency import idempotent
 from api.preconditions import expected_version, tagged
 from api.responses import batch_at, deleted_memory, memory_list, outcome_at, respond, written_batch, written_memory
-from api.schemas import (
-    ListMemoriesQuery,
-    MemorySchema,
-    NamedMemoryQuery,
-    SaveMemoryRequest,
-    SearchMemoriesRequest,
-    load,
-)
+from api.schemas import ListMemoriesQuery, NamedMemoryQuery, SaveMemoryRequest, SearchMemoriesRequest, load
 from commands.model import DeleteMemory, SaveMemory
 from memoryd.domain import clean_name
 from memoryd.errors import MemorydError, NotFound

@@ -9,7 +9,7 @@ from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 from marshmallow import Schema
 
-from api import batch_schemas, schemas, turn_schemas
+from api import answer_schemas, batch_schemas, schemas, turn_schemas
 from api import identity_schemas as ids
 
 _ERRORS = {
@@ -71,17 +71,17 @@ def _operation(summary: str, ok: type[Schema], *, query: type[Schema] | None = N
 def build_openapi() -> dict[str, Any]:
     spec = APISpec(title="memoryd", version=_version(), openapi_version="3.0.3", plugins=[MarshmallowPlugin()])
     spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
-    spec.components.schema("Error", schema=schemas.ErrorSchema)
-    spec.components.schema("RetryableError", schema=schemas.RetryableErrorSchema)
-    spec.components.schema("VersionMismatch", schema=schemas.VersionMismatchSchema)
+    spec.components.schema("Error", schema=answer_schemas.ErrorSchema)
+    spec.components.schema("RetryableError", schema=answer_schemas.RetryableErrorSchema)
+    spec.components.schema("VersionMismatch", schema=answer_schemas.VersionMismatchSchema)
     spec.path("/v1/api/memories", operations={
-        "get": _operation("List memories (global plus your user scope, or one scope)", schemas.MemoryListSchema,
+        "get": _operation("List memories (global plus your user scope, or one scope)", answer_schemas.MemoryListSchema,
                           query=schemas.ListMemoriesQuery, waits=True),
-        "post": _operation("Save or upsert a memory (201 created, 200 updated)", schemas.MemorySchema,
+        "post": _operation("Save or upsert a memory (201 created, 200 updated)", answer_schemas.MemorySchema,
                            body=schemas.SaveMemoryRequest, created=True, idempotent=True, conditional=True),
     })
     spec.path("/v1/api/memories/search", operations={
-        "post": _operation("Search memories by BM25 relevance (each hit with its score)", schemas.SearchListSchema,
+        "post": _operation("Search memories by BM25 relevance (each hit with its score)", answer_schemas.SearchListSchema,
                            body=schemas.SearchMemoriesRequest, waits=True),
     })
     spec.path("/v1/api/memories/batch", operations={
@@ -90,79 +90,79 @@ def build_openapi() -> dict[str, Any]:
                            body=batch_schemas.WriteMemoriesRequest, idempotent=True),
     })
     spec.path("/v1/api/memories/{name}", operations={
-        "get": _operation("Get a memory by name and scope (global by default)", schemas.MemorySchema,
+        "get": _operation("Get a memory by name and scope (global by default)", answer_schemas.MemorySchema,
                           query=schemas.NamedMemoryQuery, path=("name",), waits=True),
-        "delete": _operation("Delete a memory by name and scope", schemas.DeletedSchema, query=schemas.NamedMemoryQuery,
+        "delete": _operation("Delete a memory by name and scope", answer_schemas.DeletedSchema, query=schemas.NamedMemoryQuery,
                              path=("name",), idempotent=True, conditional=True),
     })
     spec.path("/v1/api/admin/memories", operations={
-        "get": _operation("List memories across every scope", schemas.MemoryListSchema, query=schemas.AdminListQuery,
+        "get": _operation("List memories across every scope", answer_schemas.MemoryListSchema, query=schemas.AdminListQuery,
                           waits=True),
     })
     spec.path("/v1/api/admin/memories/search", operations={
-        "get": _operation("Search memories across every scope", schemas.SearchListSchema, query=schemas.AdminSearchQuery,
+        "get": _operation("Search memories across every scope", answer_schemas.SearchListSchema, query=schemas.AdminSearchQuery,
                           waits=True),
     })
     spec.path("/v1/api/admin/memories/{memory_id}", operations={
-        "get": _operation("Get one memory by id (with as_of: as it was then)", schemas.MemorySchema,
+        "get": _operation("Get one memory by id (with as_of: as it was then)", answer_schemas.MemorySchema,
                           query=schemas.AsOfQuery, path=("memory_id",), waits=True),
-        "delete": _operation("Delete one memory by id", schemas.StatusSchema, path=("memory_id",), idempotent=True,
+        "delete": _operation("Delete one memory by id", answer_schemas.StatusSchema, path=("memory_id",), idempotent=True,
                              conditional=True),
     })
     spec.path("/v1/api/admin/memories/{memory_id}/history", operations={
         "get": _operation("Every write of one memory, from the log, oldest first (deleted memories too)",
-                          schemas.MemoryHistorySchema, path=("memory_id",)),
+                          answer_schemas.MemoryHistorySchema, path=("memory_id",)),
     })
     spec.path("/v1/api/admin/memories/{memory_id}/restore", operations={
         "post": _operation("Bring a version of a memory back, as a new write audited like any save (201: a deleted "
-                           "memory came back)", schemas.MemorySchema, body=schemas.RestoreMemoryRequest,
+                           "memory came back)", answer_schemas.MemorySchema, body=schemas.RestoreMemoryRequest,
                            path=("memory_id",), created=True, idempotent=True),
     })
     spec.path("/v1/api/admin/audit", operations={
-        "get": _operation("Audit records of saves, updates and deletes, from the log", schemas.AuditPageSchema,
+        "get": _operation("Audit records of saves, updates and deletes, from the log", answer_schemas.AuditPageSchema,
                           query=schemas.AuditQuery),
     })
     spec.path("/v1/api/admin/erasures", operations={
         "post": _operation("Erase memories (a user's, one memory, or a namespace's) from the log and every read "
                            "model; the certificate lists what was erased and each store read back",
-                           schemas.ErasureCertificateSchema, body=schemas.ErasureRequest, created=True,
+                           answer_schemas.ErasureCertificateSchema, body=schemas.ErasureRequest, created=True,
                            idempotent=True),
     })
     spec.path("/v1/api/admin/events", operations={
         "get": _operation("The event log itself, in position order from `after` (a change feed, resumable by position)",
-                          schemas.EventPageSchema, query=schemas.EventsQuery),
+                          answer_schemas.EventPageSchema, query=schemas.EventsQuery),
     })
     spec.path("/v1/api/admin/projects", operations={
         "get": _operation("List projects (filters: owner, member, state; paged by id)", ids.ProjectPageSchema,
                           query=ids.ProjectsQuery),
-        "post": _operation("Create a project (201)", schemas.ProjectSchema, body=schemas.CreateProjectRequest,
+        "post": _operation("Create a project (201)", answer_schemas.ProjectSchema, body=schemas.CreateProjectRequest,
                            created=True, idempotent=True),
     })
     spec.path("/v1/api/admin/projects/{project_id}", operations={
-        "get": _operation("Get a project", schemas.ProjectSchema, path=("project_id",)),
-        "delete": _operation("Delete a project and every memory in its scope", schemas.DeletedProjectSchema,
+        "get": _operation("Get a project", answer_schemas.ProjectSchema, path=("project_id",)),
+        "delete": _operation("Delete a project and every memory in its scope", answer_schemas.DeletedProjectSchema,
                              path=("project_id",), idempotent=True),
     })
     spec.path("/v1/api/admin/projects/{project_id}/members/{user_id}", operations={
-        "put": _operation("Grant or change a member's access", schemas.ProjectSchema, body=schemas.GrantAccessRequest,
+        "put": _operation("Grant or change a member's access", answer_schemas.ProjectSchema, body=schemas.GrantAccessRequest,
                           path=("project_id", "user_id")),
-        "delete": _operation("Revoke a member's access", schemas.ProjectSchema, path=("project_id", "user_id"),
+        "delete": _operation("Revoke a member's access", answer_schemas.ProjectSchema, path=("project_id", "user_id"),
                              idempotent=True),
     })
     for action in ("archive", "reactivate"):
         spec.path(f"/v1/api/admin/projects/{{project_id}}/{action}", operations={
-            "post": _operation(f"{action.capitalize()} a project", schemas.ProjectSchema, path=("project_id",),
+            "post": _operation(f"{action.capitalize()} a project", answer_schemas.ProjectSchema, path=("project_id",),
                                idempotent=True),
         })
     spec.path("/v1/api/sessions", operations={
-        "post": _operation("Open an agent session (service token or admin); returns its token", schemas.SessionSchema,
+        "post": _operation("Open an agent session (service token or admin); returns its token", answer_schemas.SessionSchema,
                            body=schemas.CreateSessionRequest, created=True, idempotent=True),
     })
     spec.path("/v1/api/session", operations={
-        "get": _operation("The session this session token acts as", schemas.SessionSchema),
+        "get": _operation("The session this session token acts as", answer_schemas.SessionSchema),
     })
     spec.path("/v1/api/sessions/{session_id}/memory", operations={
-        "post": _operation("Run one memory tool call with the session's own token", schemas.ToolResultSchema,
+        "post": _operation("Run one memory tool call with the session's own token", answer_schemas.ToolResultSchema,
                            body=schemas.ToolCallSchema, path=("session_id",), idempotent=True),
     })
     spec.path("/v1/api/sessions/{session_id}/turns", operations={
@@ -185,12 +185,12 @@ def build_openapi() -> dict[str, Any]:
     spec.path("/v1/api/admin/workstreams", operations={
         "get": _operation("List workstreams (filters: owner, member, project_id; paged by id)",
                           ids.WorkstreamPageSchema, query=ids.WorkstreamsQuery),
-        "post": _operation("Create a workstream", schemas.WorkstreamSchema, body=schemas.CreateWorkstreamRequest,
+        "post": _operation("Create a workstream", answer_schemas.WorkstreamSchema, body=schemas.CreateWorkstreamRequest,
                            created=True, idempotent=True),
     })
     spec.path("/v1/api/admin/workstreams/{workstream_id}", operations={
         "patch": _operation("Attach or detach a project, or change the persona's memory lever",
-                            schemas.WorkstreamSchema, body=schemas.WorkstreamChangeRequest, path=("workstream_id",)),
+                            answer_schemas.WorkstreamSchema, body=schemas.WorkstreamChangeRequest, path=("workstream_id",)),
     })
     _identities(spec)
     return spec.to_dict()

@@ -10,16 +10,11 @@ from typing import Any
 
 from flask import Blueprint, Response
 
+from api.answer_schemas import DeletedProjectSchema, ProjectSchema
 from api.context import authorized, json_object, services, writing
 from api.idempotency import idempotent
 from api.responses import POSITION_HEADER, respond
-from api.schemas import (
-    CreateProjectRequest,
-    DeletedProjectSchema,
-    GrantAccessRequest,
-    ProjectSchema,
-    load,
-)
+from api.schemas import CreateProjectRequest, GrantAccessRequest, load
 from commands.projects import (
     ArchiveProject,
     CreateProject,

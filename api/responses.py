@@ -9,11 +9,11 @@ from flask import Response, jsonify
 from marshmallow import Schema
 from sqlalchemy.exc import SQLAlchemyError
 
+from api.answer_schemas import DeletedSchema, MemorySchema, StatusSchema
 from api.batch_schemas import WriteMemoriesSchema
 from api.consistency import PENDING_HEADER, STOPPED_HEADER, settle, stopped_before
 from api.context import services
 from api.preconditions import tagged
-from api.schemas import DeletedSchema, MemorySchema, StatusSchema
 from commands.handlers import Outcome
 from commands.model import DeleteMemory, SaveMemory
 from events.types import MemoryDeleted, MemoryEvent, MemorySaved, RecordedEvent

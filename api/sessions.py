@@ -14,16 +14,13 @@ from typing import Any, TypeVar, cast
 
 from flask import Blueprint, Response, g, jsonify, request
 
+from api.answer_schemas import SessionSchema
 from api.context import admin_caller, authorized, bearer_token, event_metadata, json_object, refused, services
 from api.idempotency import answered_within, idempotent
 from api.identities import session_body
 from api.identity_schemas import ClosedSessionsSchema, ReasonRequest
 from api.responses import respond
-from api.schemas import (
-    CreateSessionRequest,
-    SessionSchema,
-    load,
-)
+from api.schemas import CreateSessionRequest, load
 from events.types import EventMetadata
 from memoryd.app.tool import ToolResult
 from memoryd.directory import INVALID

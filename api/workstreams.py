@@ -6,15 +6,11 @@ from typing import Any
 
 from flask import Blueprint, Response
 
+from api.answer_schemas import WorkstreamSchema
 from api.context import authorized, json_object, services
 from api.idempotency import answered_within, idempotent
 from api.responses import respond
-from api.schemas import (
-    CreateWorkstreamRequest,
-    WorkstreamChangeRequest,
-    WorkstreamSchema,
-    load,
-)
+from api.schemas import CreateWorkstreamRequest, WorkstreamChangeRequest, load
 from memoryd.directory import Workstream
 from memoryd.errors import NotFound, ValidationError
 
