@@ -97,24 +97,15 @@ def stopped_before(position: int) -> str:
     return "; ".join(f"{fault.projection} at position {fault.position}" for fault in faults if fault.position <= position)
 
 
-def settle(position: int) -> bool:
-    """Wait (bounded) for a write's own event to be projected; False if still pending.
-
-    The write's own step, or an in-process catch-up, has already run (or failed)
-    by now, so it is checked once; only a write handed to the workers waits, up to
-    ``server.write_wait_ms``. With the queue unreachable nothing was handed over
-    (``RedisDispatcher``): no worker would hurry, so the write does not wait. The
-    write is durable either way, so a read-model failure here only marks it pending.
-    """
-    health = services().queue_health
-    handed_to_workers = health is not None and not health.degraded()
-    wait = services().config.server.write_wait_ms / 1000 if handed_to_workers else 0.0
+def settle(position: int, projected: bool = False) -> bool:
+    """For a write's answer: whether its own event is projected, as the command bus's dispatcher waits for it
+    (``projected``: the outcome says the write's own transaction did it). The write is durable either way, so
+    a read-model failure here only marks it pending."""
     try:
-        projected, _ = services().projector.wait_for(position, wait)
+        return services().bus.settled(position, projected)
     except SQLAlchemyError:
         log.exception("could not check whether position %d is projected", position)
         return False
-    return projected
 
 
 def requested_min_position() -> int:

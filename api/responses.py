@@ -47,7 +47,7 @@ def written_memory(outcome: Outcome) -> tuple[Response, int]:
 
     Never the read model's row itself: another writer may already have changed it.
     """
-    projected = settle(outcome.position)
+    projected = settle(outcome.position, outcome.projected)
     row = _projected_row(outcome.memory.memory_id) if projected else None
     body = outcome.memory.to_dict() | {"last_accessed": outcome.memory.updated,
                                        "access_count": row["access_count"] if row else 0, "version": outcome.version}
@@ -57,19 +57,21 @@ def written_memory(outcome: Outcome) -> tuple[Response, int]:
 
 def deleted_memory(outcome: Outcome) -> tuple[Response, int]:
     body = {"status": "ok", "name": outcome.memory.name}
-    return _written(DeletedSchema(), body, 200, outcome.position, settle(outcome.position))
+    return _written(DeletedSchema(), body, 200, outcome.position, settle(outcome.position, outcome.projected))
 
 
 def deleted_by_id(outcome: Outcome) -> tuple[Response, int]:
-    return _written(StatusSchema(), {"status": "ok"}, 200, outcome.position, settle(outcome.position))
+    return _written(StatusSchema(), {"status": "ok"}, 200, outcome.position,
+                    settle(outcome.position, outcome.projected))
 
 
 def written_batch(commands: list[SaveMemory | DeleteMemory], outcomes: list[Outcome | None]) -> tuple[Response, int]:
     """Each write's outcome in order (a delete that found nothing: ``deleted`` false), and the last position."""
     writes = [_batch_write(command.name, outcome, isinstance(command, DeleteMemory))
               for command, outcome in zip(commands, outcomes)]
-    position = max((outcome.position for outcome in outcomes if outcome is not None), default=None)
-    return _batch_answer(writes, position)
+    written = [outcome for outcome in outcomes if outcome is not None]
+    position = max((outcome.position for outcome in written), default=None)
+    return _batch_answer(writes, position, any(outcome.projected for outcome in written))
 
 
 def batch_at(position: int) -> tuple[Response, int]:
@@ -100,11 +102,12 @@ def _batch_write(name: str, outcome: Outcome | None, delete: bool) -> dict[str, 
     return {"action": "save", "name": name, "created": outcome.created, "memory": memory}
 
 
-def _batch_answer(writes: list[dict[str, Any]], position: int | None) -> tuple[Response, int]:
+def _batch_answer(writes: list[dict[str, Any]], position: int | None, projected: bool = False
+                  ) -> tuple[Response, int]:
     body = {"writes": writes, "position": position}
     if position is None:
         return jsonify(body), 200
-    return _written(WriteMemoriesSchema(), body, 200, position, settle(position))
+    return _written(WriteMemoriesSchema(), body, 200, position, settle(position, projected))
 
 
 def outcome_at(position: int) -> Outcome:

@@ -6,6 +6,7 @@ import logging
 import random
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Protocol, TypeVar, overload
 
 from commands.erasure import EraseMemories, ErasureOutcome, erase_memories
@@ -82,6 +83,10 @@ class Dispatcher(Protocol):
     def appended(self, position: int, projected: bool) -> None:
         """After the command's transaction committed: project what ``appending`` did not, or tell workers."""
 
+    def settled(self, position: int, projected: bool) -> bool:
+        """For a write's answer, after ``appended``: whether ``position`` is projected, waiting as long as this
+        dispatcher's policy says a projection can soon come (``projected``: the step already did it)."""
+
 
 class _ProjectAfterCommit(Exception):
     """The in-transaction projection failed: roll the command back and run it again without that step."""
@@ -134,7 +139,7 @@ class CommandBus:
                                                       lambda outcome: outcome.position, reading)
         if outcome.position is not None:
             self.dispatcher.appended(outcome.position, projected)
-        return outcome
+        return replace(outcome, projected=projected) if isinstance(outcome, Outcome) else outcome
 
     def handle_many(self, commands: list[SaveMemory], metadata: EventMetadata) -> list[Outcome]:
         """Save a batch in one transaction (bulk imports), then tell the projections once."""
@@ -153,7 +158,12 @@ class CommandBus:
             lambda tx: write_many(tx, commands, metadata, self.deps, take_key), _last_position)
         if (position := _last_position(outcomes)) is not None:
             self.dispatcher.appended(position, projected)
-        return outcomes
+        return [replace(outcome, projected=projected) if outcome else None for outcome in outcomes]
+
+    def settled(self, position: int, projected: bool = False) -> bool:
+        """Whether a write at ``position`` is projected, as the dispatcher's write-wait decides (a write's answer
+        says so; ``projected``: its outcome's, or False for an answer replayed from the log)."""
+        return projected or self.dispatcher.settled(position, projected)
 
     def _in_one_transaction(self, run: Callable[[AppendTransaction], R], position_of: Callable[[R], int | None],
                             reading: str | None = None) -> tuple[R, bool]:

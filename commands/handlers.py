@@ -59,6 +59,7 @@ class Outcome:
     created: bool
     position: int
     version: int  # the stream's version after this write: the memory's ``ETag``
+    projected: bool = False  # the projections reached it in its own transaction (the bus says)
 
 
 def save_memory(tx: AppendTransaction, command: SaveMemory, metadata: EventMetadata, deps: Dependencies,

@@ -53,7 +53,7 @@ def build_services(config: Config) -> Services:
         redis = Redis.from_url(config.workers.redis_url, socket_connect_timeout=1, socket_timeout=2)
         queue = Queue(config.workers.queue, connection=redis, serializer=JSONSerializer)
         queue_health = QueueHealth(redis.ping)
-        dispatcher = RedisDispatcher(redis, queue, projector, queue_health)
+        dispatcher = RedisDispatcher(redis, queue, projector, queue_health, config.server.write_wait_ms / 1000)
     directory = Directory(database)
     locator = ProjectedMemoryLocator(database)
     bus = CommandBus(Dependencies(store=store, locator=locator, users=directory), dispatcher, idempotency)

@@ -38,3 +38,7 @@ class InProcessDispatcher:
             self.projector.catch_up()
         except Exception:
             log.exception("projection failed after appending position %d; the read model is behind the log", position)
+
+    def settled(self, position: int, projected: bool) -> bool:
+        """Checked once: the step or the catch-up after the commit has run (or failed) by now."""
+        return projected or self.projector.wait_for(position, 0)[0]

@@ -449,7 +449,7 @@ def test_a_memory_is_read_by_name_with_the_scope_rules_of_delete(make_caller, se
 
 def test_a_listed_memory_is_exactly_what_its_schema_dumps(alice, app):
     from api.responses import memory_list
-    from api.schemas import MemoryListSchema
+    from api.answer_schemas import MemoryListSchema
 
     alice.save("deploy_steps", "run the migrations first")
     row = {**alice.get("/v1/api/memories/deploy_steps").json, "not_a_field": "left out"}

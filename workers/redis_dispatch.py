@@ -41,10 +41,13 @@ def pending_key(queue_name: str) -> str:
 class RedisDispatcher:
     """The step in process; otherwise a catch-up job for the workers, at most one waiting at a time."""
 
-    def __init__(self, redis: Redis, queue: Queue, projector: Projector, health: QueueHealth) -> None:
+    def __init__(self, redis: Redis, queue: Queue, projector: Projector, health: QueueHealth,
+                 write_wait_seconds: float) -> None:
         self.redis = redis
         self.queue = queue
         self.health = health
+        self.projector = projector
+        self.write_wait_seconds = write_wait_seconds  # how long a write handed to the workers waits for them
         self.in_process = InProcessDispatcher(projector)
 
     def appending(self, tx: AppendTransaction, position: int) -> bool:
@@ -65,3 +68,11 @@ class RedisDispatcher:
                             position, error)
                 self.health.failed(error)
         self.in_process.appended(position, projected)
+
+    def settled(self, position: int, projected: bool) -> bool:
+        """A write handed to the workers waits for them, up to ``server.write_wait_ms``; with the queue
+        unreachable nothing was handed over (the write caught up here), so it is checked once."""
+        if projected:
+            return True
+        wait = 0.0 if self.health.degraded() else self.write_wait_seconds
+        return self.projector.wait_for(position, wait)[0]
