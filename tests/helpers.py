@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import signal
@@ -74,6 +75,17 @@ def refuse_events(services: Services, content: str) -> Callable[[], None]:
     with a malformed-JSON error."""
     return refuse_rows(services, "events", content, postgres="NEW.payload->'memory'->>'content'",
                        sqlite="json_extract(NEW.payload, '$.memory.content')", sqlite_failure="SELECT json('{')")
+
+
+class SteppingClock:
+    """The event store's clock in tests: each reading is one millisecond after the last, so events get distinct times."""
+
+    def __init__(self, start: dt.datetime = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)) -> None:
+        self.now = start
+
+    def __call__(self) -> dt.datetime:
+        self.now += dt.timedelta(milliseconds=1)
+        return self.now
 
 
 def free_port() -> int:

@@ -3,7 +3,6 @@ answered then, built from the log over the searched namespaces only; on SQLite a
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -13,12 +12,20 @@ from sqlalchemy import text
 
 from commands.model import DeleteMemory, SaveMemory
 from events.types import EventMetadata
+from memoryd.app.services import Services
 from memoryd.domain import Namespace
 from projections.as_of import range_query
 from tests.conftest import Caller, MakeCaller
+from tests.helpers import SteppingClock
 
 ADMIN = "/v1/api/admin/memories"
 NAMESPACES = [Namespace("global", ""), Namespace("user", "u1"), Namespace("project", "p1")]
+
+
+@pytest.fixture(autouse=True)
+def _distinct_times(any_services: Services) -> None:
+    """Each event a millisecond after the one before, for as_of by time."""
+    any_services.store.clock = SteppingClock()
 
 
 @pytest.fixture
@@ -27,7 +34,6 @@ def admin(any_make_caller: MakeCaller) -> Caller:
 
 
 def _save(services: Any, name: str, content: str, namespace: Namespace = NAMESPACES[0], kind: str | None = None) -> int:
-    time.sleep(0.002)  # distinct times, for as_of by time
     return services.bus.handle(SaveMemory(name, content, "d", kind, namespace), EventMetadata()).position
 
 
@@ -35,7 +41,6 @@ def test_a_memory_as_it_was_at_each_position_and_time(admin, any_services):
     first = _save(any_services, "deploy_steps", "alpha one")
     second = _save(any_services, "deploy_steps", "beta two")
     memory_id = admin.get(f"{ADMIN}?limit=1").get_json()["memories"][0]["memory_id"]
-    time.sleep(0.002)
     gone = any_services.bus.handle(DeleteMemory("deploy_steps", NAMESPACES[0]), EventMetadata()).position
     then = admin.get(f"{ADMIN}/{memory_id}?as_of={first}")
     assert then.status_code == 200 and then.get_json()["content"] == "alpha one"
