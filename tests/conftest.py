@@ -34,6 +34,14 @@ POSTGRES_URL = os.environ.get("MEMORYD_TEST_POSTGRES_URL", "postgresql+psycopg:/
 _XDIST_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
 REDIS_URL = os.environ.get("MEMORYD_TEST_REDIS_URL", f"redis://127.0.0.1:6379/{13 - _XDIST_WORKER % 13}")
 UNDER_CI = os.environ.get("CI", "").lower() == "true"
+POSTGRES_FIXTURES = frozenset({"postgres_server", "postgres_url", "built_postgres"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that uses a PostgreSQL fixture is a ``postgres`` test, whether or not its author said so."""
+    for item in items:
+        if POSTGRES_FIXTURES & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("postgres") is None:
+            item.add_marker(pytest.mark.postgres)
 
 
 @pytest.fixture(scope="session", autouse=True)
