@@ -20,7 +20,7 @@ from memoryd.domain import Namespace
 from tests.helpers import names
 
 if TYPE_CHECKING:
-    from tests.conftest import Caller, Cast
+    from tests.helpers import Caller, Cast
 
 MEMORIES = "/v1/api/memories"
 SEARCH = "/v1/api/memories/search"

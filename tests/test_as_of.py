@@ -15,8 +15,7 @@ from events.types import EventMetadata
 from memoryd.app.services import Services
 from memoryd.domain import Namespace
 from projections.as_of import range_query
-from tests.conftest import Caller, MakeCaller
-from tests.helpers import SteppingClock
+from tests.helpers import Caller, MakeCaller, SteppingClock
 
 ADMIN = "/v1/api/admin/memories"
 NAMESPACES = [Namespace("global", ""), Namespace("user", "u1"), Namespace("project", "p1")]

@@ -12,8 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from memoryd.cli import main
-from tests.conftest import make_services
-from tests.helpers import free_port, wait_until_serving
+from tests.helpers import free_port, make_services, wait_until_serving
 
 
 @pytest.fixture

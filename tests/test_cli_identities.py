@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from api.app import create_app
 from memoryd.bootstrap import prepare_database
 from memoryd.cli import main
-from tests.conftest import make_services
+from tests.helpers import make_services
 
 
 @pytest.fixture

@@ -18,12 +18,11 @@ from api.app import create_app
 from events.types import EventMetadata, MemorySaved, memory_stream_id
 from memoryd.app.services import Services
 from memoryd.domain import Memory
-from tests.conftest import _caller_factory
-from tests.helpers import names
+from tests.helpers import caller_factory, names
 from workers import jobs
 
 if TYPE_CHECKING:
-    from tests.conftest import Caller, MakeCaller
+    from tests.helpers import Caller, MakeCaller
 
 MEMORIES = "/v1/api/memories"
 SEARCH = "/v1/api/memories/search"
@@ -37,7 +36,7 @@ def positions_in_log(services: Services) -> list[int]:
 
 
 def admin_of(services: Services) -> Caller:
-    return _caller_factory(create_app(services), services)("read,write", ("admin.memories",))
+    return caller_factory(create_app(services), services)("read,write", ("admin.memories",))
 
 
 

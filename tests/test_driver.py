@@ -16,8 +16,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError, StatementError
 from events.types import EventMetadata, memory_stream_id
 from memoryd.driver import DriverStatement, failing_as
 from memoryd.schema import event_head, events
-from tests.conftest import make_services
-from tests.test_never_skip import _memory
+from tests.helpers import make_services, saved_event
 
 _EVENTS_OF_STREAM = select(events).where(events.c.stream_id == bindparam("stream")).order_by(events.c.position)
 
@@ -25,7 +24,7 @@ _EVENTS_OF_STREAM = select(events).where(events.c.stream_id == bindparam("stream
 def _services_with_events(url: str, count: int):  # type: ignore[no-untyped-def]
     services = make_services(url)
     for number in range(count):
-        services.store.append(memory_stream_id("same", "global", ""), number, [_memory(number)],
+        services.store.append(memory_stream_id("same", "global", ""), number, [saved_event(number)],
                               EventMetadata(request_id=f"request-{number}"))
     return services
 

@@ -15,7 +15,7 @@ from sqlalchemy import select
 from memoryd.app.services import Services
 from memoryd.cli import main
 from memoryd.schema import search_snapshots
-from tests.conftest import Caller, MakeCaller
+from tests.helpers import Caller, MakeCaller
 
 ERASURES = "/v1/api/admin/erasures"
 SECRETS = ("zanzibarquux", "marmalade_vortex", "obsidianfjord")  # in a name, a description, a content

@@ -15,8 +15,7 @@ from events.types import EventMetadata
 from memoryd.app.services import Services
 from memoryd.cli import main
 from memoryd.domain import Namespace
-from tests.conftest import make_services
-from tests.helpers import table_rows
+from tests.helpers import make_services, table_rows
 
 GLOBAL = Namespace("global", "")
 

@@ -24,7 +24,7 @@ from events.types import EventMetadata, MemorySaved, memory_stream_id
 from memoryd.app.services import Services
 from memoryd.domain import Memory, utc_timestamp
 from memoryd.schema import events, idempotency_keys, projects, sessions, workstreams
-from tests.conftest import Caller, MakeCaller, _caller_factory
+from tests.helpers import Caller, MakeCaller, caller_factory
 
 MEMORIES = "/v1/api/memories"
 SEARCH = "/v1/api/memories/search"
@@ -343,7 +343,7 @@ def test_a_position_beyond_the_head_is_a_400_at_once(alice: Caller) -> None:
 def test_waiting_reads_never_take_more_than_half_the_threads(built: Any) -> None:
     services = built(threads=2, read_wait_ms=30_000)
     app = create_app(services)
-    alice = _caller_factory(app, services)()
+    alice = caller_factory(app, services)()
     unprojected = Memory("m-1", "a", "d", "general", "global", "", "c", "2026-01-01T00:00:00", "2026-01-01T00:00:00")
     position = services.store.append(memory_stream_id("a", "global", ""), 0, [MemorySaved(unprojected)],
                                      EventMetadata())

@@ -15,7 +15,7 @@ from api.app import create_app
 from memoryd.app.services import Services
 from memoryd.bootstrap import build_services
 from memoryd.config import Config, StorageSettings
-from tests.conftest import Caller, _caller_factory, make_services
+from tests.helpers import Caller, caller_factory, make_services
 
 DEAD_REDIS = "redis://127.0.0.1:1/0"  # nothing listens on port 1: projections wait for a worker
 PROJECTIONS = ("structured_memories", "projects")
@@ -31,7 +31,7 @@ def client_of(services: Services) -> FlaskClient:
 
 
 def writer_of(services: Services) -> Caller:
-    return _caller_factory(create_app(services), services)()
+    return caller_factory(create_app(services), services)()
 
 
 @pytest.fixture

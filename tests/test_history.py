@@ -16,7 +16,7 @@ from events import store
 from events.types import EventMetadata, memory_stream_id
 
 if TYPE_CHECKING:
-    from tests.conftest import MakeCaller
+    from tests.helpers import MakeCaller
 
 MEMORIES = "/v1/api/memories"
 

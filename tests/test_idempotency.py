@@ -18,7 +18,7 @@ from memoryd.app.services import Services
 from memoryd.schema import idempotency_keys
 
 if TYPE_CHECKING:
-    from tests.conftest import Caller, MakeCaller
+    from tests.helpers import Caller, MakeCaller
 
 MEMORIES = "/v1/api/memories"
 ADMIN_MEMORIES = "/v1/api/admin/memories"

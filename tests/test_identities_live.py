@@ -15,8 +15,7 @@ from collections import Counter
 
 import pytest
 
-from tests.conftest import make_services
-from tests.helpers import free_port, http_call, wait_until_serving
+from tests.helpers import free_port, http_call, make_services, wait_until_serving
 
 
 def _serve(url: str) -> tuple[subprocess.Popen[bytes], int]:

@@ -16,8 +16,7 @@ from memoryd.domain import MEMORY_TYPES, Namespace
 from memoryd.schema import memory_counts, structured_memories
 from projections.filters import MemoryFilter, ScopePattern
 from projections.queries import _NEWEST, _merged, count_memories, list_memories
-from tests.conftest import make_services
-from tests.helpers import memory_counts_by_namespace, rebuild_equals_live, table_rows
+from tests.helpers import make_services, memory_counts_by_namespace, rebuild_equals_live, table_rows
 
 NAMESPACES = [Namespace("global", ""), Namespace("user", "u1"), Namespace("user", "u2"), Namespace("workstream", "w1"),
               Namespace("project", "p1")]

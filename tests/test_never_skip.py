@@ -20,13 +20,11 @@ import pytest
 from sqlalchemy import Connection, insert, select, text
 
 from events.store import EventStore
-from events.types import EventMetadata, MemorySaved, memory_stream_id
+from events.types import EventMetadata, memory_stream_id
 from memoryd.db import Database
-from memoryd.domain import Memory
 from memoryd.schema import events, projection_gaps
 from projections.projector import Projector
-from tests.conftest import make_services
-from tests.helpers import RecordingProjection, until
+from tests.helpers import RecordingProjection, make_services, saved_event, until
 
 pytestmark = pytest.mark.postgres
 
@@ -60,12 +58,6 @@ class UnorderedEventStore(EventStore):
         return [conn.execute(unsealed, row | {"payload_sha256": "", "hash": ""}).scalar_one() for row in rows]
 
 
-def _memory(index: int) -> MemorySaved:
-    name = f"m{index}"
-    moment = "2026-01-01T00:00:00"
-    return MemorySaved(Memory(f"id{index}", name, "d", "general", "global", "", "c", moment, moment))
-
-
 def _tail_while_writing(url: str, store_class: type[EventStore], seed: int) -> tuple[list[int], list[int]]:
     """Write EVENTS_PER_RUN events from 8 threads while a projector tails the log."""
     database = SlowCommitDatabase(url, seed)
@@ -82,7 +74,7 @@ def _tail_while_writing(url: str, store_class: type[EventStore], seed: int) -> t
                 index = next(counter, None)
             if index is None:
                 return
-            store.append(memory_stream_id(f"m{index}", "global", ""), 0, [_memory(index)], EventMetadata())
+            store.append(memory_stream_id(f"m{index}", "global", ""), 0, [saved_event(index)], EventMetadata())
 
     def reader() -> None:
         while not done.is_set():
@@ -141,7 +133,7 @@ def _behind_an_open_append(services: Any, stream_id: str, waiting: Callable[[], 
 
     def hold_then_commit() -> None:
         with services.database.unit():  # the append joins this transaction, which holds the lock until it ends
-            services.store.append(stream_id, 0, [_memory(1)], EventMetadata())
+            services.store.append(stream_id, 0, [saved_event(1)], EventMetadata())
             holding.set()
             release.wait(10)
 
@@ -183,7 +175,7 @@ def test_a_stream_read_while_waiting_for_the_lock_is_read_again_after_the_append
 def test_a_position_held_by_an_open_transaction_is_passed_only_after_it_rolls_back_and_then_taken_again(built_postgres):
     services = built_postgres()
     store, projector = services.store, services.projector
-    store.append(memory_stream_id("m0", "global", ""), 0, [_memory(0)], EventMetadata())
+    store.append(memory_stream_id("m0", "global", ""), 0, [saved_event(0)], EventMetadata())
     projector.catch_up()
     holding, release = threading.Event(), threading.Event()
     held_position: list[int] = []
@@ -195,7 +187,8 @@ def test_a_position_held_by_an_open_transaction_is_passed_only_after_it_rolls_ba
         try:
             with services.database.write() as conn:
                 row = {"stream_id": "memory:held", "stream_version": 1, "event_type": "memory.save", "schema_version": 1,
-                       "payload": {"memory": _memory(999).memory.to_dict()}, "meta": {}, "recorded_at": "2026-01-01T00:00:00Z"}
+                       "payload": {"memory": saved_event(999).memory.to_dict()}, "meta": {},
+                       "recorded_at": "2026-01-01T00:00:00Z"}
                 held_position.extend(store._append_sealed(conn, [row]))
                 holding.set()
                 release.wait(10)
@@ -206,7 +199,7 @@ def test_a_position_held_by_an_open_transaction_is_passed_only_after_it_rolls_ba
     holder = threading.Thread(target=open_then_roll_back)
     holder.start()
     assert holding.wait(10)
-    later = [threading.Thread(target=store.append, args=(memory_stream_id(f"m{i}", "global", ""), 0, [_memory(i)],
+    later = [threading.Thread(target=store.append, args=(memory_stream_id(f"m{i}", "global", ""), 0, [saved_event(i)],
                                                           EventMetadata())) for i in (1, 2, 3)]
     for thread in later:
         thread.start()
@@ -234,7 +227,7 @@ def test_an_append_that_waited_for_the_lock_seals_after_the_append_it_waited_for
 
     def append_after_waiting() -> None:
         try:
-            store.append(memory_stream_id("second", "global", ""), 0, [_memory(2)], EventMetadata())
+            store.append(memory_stream_id("second", "global", ""), 0, [saved_event(2)], EventMetadata())
         except BaseException as error:  # the assertion below reports it
             failures.append(error)
 

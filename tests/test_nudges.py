@@ -12,8 +12,7 @@ import pytest
 from api.app import create_app
 from memoryd.app.turn.nudges import is_completion, is_correction
 from memoryd.config import MemorySettings
-from tests.conftest import make_services
-from tests.helpers import World, free_port, http_call, wait_until_serving
+from tests.helpers import World, free_port, http_call, make_services, wait_until_serving
 
 CORRECTIONS = [
     "No, use tabs", "no. that is wrong", "please don't push to main", "I don't want that", "dont do that",

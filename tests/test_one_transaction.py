@@ -21,8 +21,7 @@ from events.idempotency import IdempotencyClaim, IdempotencyKeyTaken
 from events.types import EventMetadata, MemorySaved, memory_stream_id
 from memoryd.domain import Memory, Namespace
 from memoryd.schema import events, projection_checkpoints, projection_faults
-from tests.conftest import make_services
-from tests.helpers import rebuild_equals_live, refuse_events, refuse_memory_rows, table_rows
+from tests.helpers import make_services, rebuild_equals_live, refuse_events, refuse_memory_rows, table_rows
 
 GLOBAL = Namespace("global", "")
 

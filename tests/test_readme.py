@@ -8,7 +8,7 @@ from pathlib import Path
 from commands.model import SaveMemory
 from events.types import EventMetadata
 from memoryd.domain import Namespace
-from tests.conftest import make_services
+from tests.helpers import make_services
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

@@ -7,7 +7,6 @@ import math
 import random
 import sys
 import threading
-from itertools import count
 
 import pytest
 from hypothesis import given, settings
@@ -20,32 +19,12 @@ from events.types import (
     MemoryDeleted,
     MemorySaved,
     MemoryUpdated,
-    RecordedEvent,
 )
 from memoryd.domain import Memory, Namespace
 from projections.filters import MemoryFilter, ScopePattern
-from projections.search import Analyzer, SearchIndex, SnapshotFormatError, Tuning
+from projections.search import Analyzer, SearchIndex, SnapshotFormatError
 from projections.search.ranking import K1, B, idf
-
-WORDS = [f"w{index}" for index in range(40)]
-GLOBAL = MemoryFilter(scopes=(ScopePattern("global"),))
-_positions = count(1)
-
-
-def memory(name: str, content: str, scope: str = "global", scope_id: str = "", memory_type: str = "general",
-           updated: str = "2026-01-01T00:00:00", description: str = "d") -> Memory:
-    return Memory(f"id-{scope}-{scope_id}-{name}", name, description, memory_type, scope, scope_id, content,
-                  "2026-01-01T00:00:00", updated)
-
-
-def recorded(event) -> RecordedEvent:
-    return RecordedEvent(next(_positions), "s", 1, event.event_type, 1, event.payload(), {}, "")
-
-
-def index_of(memories: list[Memory]) -> SearchIndex:
-    index = SearchIndex()
-    index.apply_all(recorded(MemorySaved(m)) for m in memories)
-    return index
+from tests.helpers import CALLERS, GLOBAL_FILTER, SPACES, TINY, WORDS, answers, index_of, memory, recorded, tiny_segments
 
 
 def oracle(memories: list[Memory], query: str, analyzer: Analyzer | None = None) -> dict[str, float]:
@@ -92,8 +71,8 @@ def test_scores_and_top_k_equal_rank_bm25_with_lucene_idf(corpus, query, limit):
     memories = [memory(f"m{i}", text) for i, text in enumerate(corpus)]
     expected = oracle(memories, query)
     index = index_of(memories)
-    hits = index.search(GLOBAL, query, limit)
-    assert answer_with(index, GLOBAL, query, limit, **EAGER) == [(h.memory_id, h.score) for h in hits]
+    hits = index.search(GLOBAL_FILTER, query, limit)
+    assert answer_with(index, GLOBAL_FILTER, query, limit, **EAGER) == [(h.memory_id, h.score) for h in hits]
     assert len(hits) == min(limit, len(expected))
     for hit in hits:
         assert hit.score == pytest.approx(expected[hit.memory_id], abs=1e-6)
@@ -127,13 +106,13 @@ def test_words_of_equal_weight_add_up_in_the_querys_order_whatever_else_the_inde
 
 
 def test_a_query_none_of_whose_words_occur_returns_nothing():
-    assert index_of([memory("a", "alpha beta")]).search(GLOBAL, "gamma delta", 10) == []
+    assert index_of([memory("a", "alpha beta")]).search(GLOBAL_FILTER, "gamma delta", 10) == []
 
 
 def test_equal_scores_are_ordered_newest_first_then_by_memory_id():
     memories = [memory("b1", "shared words", updated="2026-01-01T00:00:01"), memory("a1", "shared words"),
                 memory("c1", "shared words"), memory("d1", "shared words", updated="2026-01-01T00:00:02")]
-    assert [h.memory_id for h in index_of(memories).search(GLOBAL, "shared", 10)] == [
+    assert [h.memory_id for h in index_of(memories).search(GLOBAL_FILTER, "shared", 10)] == [
         "id-global--d1", "id-global--b1", "id-global--a1", "id-global--c1"]
 
 
@@ -153,8 +132,8 @@ def test_updates_and_deletes_are_seen_by_the_next_query_and_match_a_fresh_index(
         if step % 500 == 0:
             query = " ".join(rng.sample(WORDS, 4))
             fresh = index_of(list(live.values()))
-            assert [(h.memory_id, round(h.score, 9)) for h in index.search(GLOBAL, query, 20)] == \
-                [(h.memory_id, round(h.score, 9)) for h in fresh.search(GLOBAL, query, 20)]
+            assert [(h.memory_id, round(h.score, 9)) for h in index.search(GLOBAL_FILTER, query, 20)] == \
+                [(h.memory_id, round(h.score, 9)) for h in fresh.search(GLOBAL_FILTER, query, 20)]
     assert len(index) == len(live)
 
 
@@ -194,7 +173,7 @@ def test_a_rebuild_while_writes_continue_swaps_in_with_no_failed_or_empty_reads(
     def read() -> None:
         while not stop.is_set():
             try:
-                results.append(len(services.search.search(GLOBAL, "common", 50)))
+                results.append(len(services.search.search(GLOBAL_FILTER, "common", 50)))
             except Exception as error:  # any failure is what this test looks for
                 failures.append(error)
 
@@ -221,26 +200,6 @@ def test_a_rebuild_while_writes_continue_swaps_in_with_no_failed_or_empty_reads(
 
 
 # -- the segment machinery: tiny thresholds so a short run freezes and merges many times -----------
-
-CALLERS = [GLOBAL, MemoryFilter(scopes=None), MemoryFilter(scopes=(ScopePattern("user", "alice"),)),
-           MemoryFilter(scopes=(ScopePattern("global"), ScopePattern("user", "bob"))),
-           MemoryFilter(scopes=(ScopePattern("user"),)), MemoryFilter(type="feedback", scopes=None),
-           MemoryFilter(type="user", scopes=(ScopePattern("user", "carol"), ScopePattern("global")))]
-SPACES = [("global", ""), ("user", "alice"), ("user", "bob"), ("user", "carol")]
-
-
-TINY = Tuning(freeze_postings=60, tier_base=4, fanout=2)  # freeze every ~60 postings, merge pairs
-
-
-def tiny_segments(pack_limit: int = TINY.pack_limit) -> SearchIndex:
-    """An index of tiny parts whose merges are slow enough (2 ms) for writes to land mid-build."""
-    return SearchIndex(tuning=dataclasses.replace(TINY, pack_limit=pack_limit),
-                       merge_built=lambda: threading.Event().wait(0.002))
-
-
-def answers(index: SearchIndex, query: str) -> list[list[tuple[str, float]]]:
-    return [[(h.memory_id, round(h.score, 9)) for h in index.search(where, query, 15)] for where in CALLERS]
-
 
 @pytest.mark.parametrize("pack_limit", [1 << 47, 0], ids=["packed-sort", "argsort"])
 def test_background_merges_with_writes_landing_mid_merge_match_a_fresh_index(pack_limit):
@@ -280,7 +239,7 @@ def test_merges_keep_the_parts_few_and_reuse_the_slots_of_removed_memories():
     assert shape.memories == 40
     assert shape.slots <= 160, shape  # replaced versions' slots are reused once a merge drops them
     assert shape.parts <= 12, shape  # tiers of FANOUT segments, not one part per freeze
-    assert [h.memory_id for h in index.search(GLOBAL, "w59 w7", 1)] == ["id-global--m7"]
+    assert [h.memory_id for h in index.search(GLOBAL_FILTER, "w59 w7", 1)] == ["id-global--m7"]
 
 
 def test_a_snapshot_from_another_index_version_is_refused_and_the_log_rebuilds_it(services, sqlite_url):
@@ -301,7 +260,7 @@ def test_a_snapshot_from_another_index_version_is_refused_and_the_log_rebuilds_i
     with services.store.database.write() as conn:
         conn.execute(search_snapshots.insert().values(position=1, created="2026-01-01T00:00:00", data=old.getvalue()))
     later = build_services(Config(storage=StorageSettings(database_url=sqlite_url), search=SearchSettings()))
-    assert [h.memory_id for h in later.search.search(GLOBAL, "buildkite", 5)] == [saved.memory.memory_id]
+    assert [h.memory_id for h in later.search.search(GLOBAL_FILTER, "buildkite", 5)] == [saved.memory.memory_id]
 
 
 @pytest.mark.parametrize("gathering", [FLAT, TERM_BY_TERM], ids=["flat", "term-by-term"])
@@ -410,8 +369,8 @@ def test_updated_times_in_another_format_break_ties_as_written_and_survive_a_sna
                 memory("x3", "alpha", updated="2025-12-31T23:59:59"), memory("x4", "alpha", updated="2026-01-01T00:00:00")]
     index = index_of(memories)
     expected = ["id-global--x2", "id-global--x1", "id-global--x4", "id-global--x3"]
-    assert [h.memory_id for h in index.search(GLOBAL, "alpha", 10)] == expected
+    assert [h.memory_id for h in index.search(GLOBAL_FILTER, "alpha", 10)] == expected
     restored = SearchIndex.from_bytes(index.to_bytes())
-    assert [h.memory_id for h in restored.search(GLOBAL, "alpha", 10)] == expected
+    assert [h.memory_id for h in restored.search(GLOBAL_FILTER, "alpha", 10)] == expected
     assert restored._updated_of(restored._slot_of["id-global--x2"]) == "2026-01-01T00:00:00.5"
     assert restored._updated_of(restored._slot_of["id-global--x3"]) == "2025-12-31T23:59:59"

@@ -19,7 +19,7 @@ from memoryd.cli import main
 from memoryd.config import Config, SearchSettings, StorageSettings, load_config
 from memoryd.errors import ConfigError
 from projections.filters import MemoryFilter
-from tests.conftest import Caller, _caller_factory, make_services
+from tests.helpers import Caller, caller_factory, make_services
 
 MEMORIES = "/v1/api/memories"
 
@@ -31,7 +31,7 @@ def speaking(sqlite_url: str) -> Iterator[Callable[[str], tuple[Services, Caller
 
     def build(language: str) -> tuple[Services, Caller]:
         made.append(make_services(sqlite_url, search=SearchSettings(language=language)))
-        return made[-1], _caller_factory(create_app(made[-1]), made[-1])()
+        return made[-1], caller_factory(create_app(made[-1]), made[-1])()
 
     yield build
     for services in made:

@@ -21,7 +21,7 @@ from events.types import MemoryDeleted, MemorySaved, MemoryUpdated
 from memoryd.domain import Memory
 from projections.filters import MemoryFilter, ScopePattern
 from projections.search import Hit, SearchIndex, Statistics, Tuning
-from tests.test_search_index import memory, recorded
+from tests.helpers import memory, recorded
 
 SHARDS = 4
 USERS = [f"u{number}" for number in range(8)]

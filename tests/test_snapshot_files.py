@@ -20,7 +20,7 @@ from memoryd.schema import search_snapshots
 from projections.filters import MemoryFilter
 from projections.search import SearchIndex, snapshot
 from projections.search.snapshot import SnapshotCorrupt, SnapshotFormatError
-from tests.test_search_index import SPACES, WORDS, answers, index_of, memory, recorded, tiny_segments
+from tests.helpers import SPACES, WORDS, answers, index_of, memory, recorded, tiny_segments
 
 EVERYTHING = MemoryFilter()
 

@@ -11,8 +11,7 @@ from memoryd.bootstrap import build_services
 from memoryd.cli import main
 from memoryd.config import Config, SearchSettings, StorageSettings
 from projections.filters import MemoryFilter, ScopePattern
-from tests.conftest import make_services
-from tests.helpers import rebuild_equals_live, table_rows
+from tests.helpers import make_services, rebuild_equals_live, table_rows
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from memoryd.errors import NotFound, VersionMismatch
 from tests.helpers import rebuild_equals_live, table_rows
 
 if TYPE_CHECKING:
-    from tests.conftest import Caller
+    from tests.helpers import Caller
 
 MEMORIES = "/v1/api/memories"
 GLOBAL = Namespace("global", "")

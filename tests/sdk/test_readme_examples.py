@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sdk.test_scenarios import build_typescript_sdk
+from tests.helpers import build_typescript_sdk
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON_READMES = [ROOT / "README.md", ROOT / "sdk" / "python" / "README.md"]

@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import httpx
-import pytest
 from memoryd_sdk import MemorydConsole, MemorydServer
 
 from api.openapi import build_openapi
+from tests.helpers import build_typescript_sdk
 from tests.sdk import scenarios
-
-TYPESCRIPT = Path(__file__).resolve().parents[2] / "sdk" / "typescript"
-UNDER_CI = os.environ.get("CI", "").lower() == "true"
 
 
 def operations() -> set[tuple[str, str]]:
@@ -56,32 +51,6 @@ def typescript_run(live_server, built: Path) -> tuple[list[str], list[tuple[str,
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
     report = json.loads(done.stdout)
     return report["failures"], [tuple(request) for request in report["requests"]]
-
-
-def node_toolchain() -> str | None:
-    """Why the TypeScript suite cannot run here, or None if node and npm are installed."""
-    missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
-    return f"{' and '.join(missing)} not installed" if missing else None
-
-
-def build_typescript_sdk() -> Path:
-    """``npm ci`` and the build, once per test run however many workers ask (they wait on a lock)."""
-    problem = node_toolchain()
-    if problem:
-        if UNDER_CI:
-            pytest.fail(f"the TypeScript SDK suite must run under CI=true: {problem}", pytrace=False)
-        pytest.skip(problem)
-    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID", str(os.getpid()))
-    stamp = TYPESCRIPT / "dist" / ".built-by"
-    with open(TYPESCRIPT / ".build.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if stamp.exists() and stamp.read_text() == run_id:
-            return TYPESCRIPT
-        for command in (["npm", "ci", "--no-audit", "--no-fund"], ["npm", "run", "build"]):
-            done = subprocess.run(command, cwd=TYPESCRIPT, capture_output=True, text=True, timeout=600)
-            assert done.returncode == 0, f"{' '.join(command)} failed:\n{done.stdout}\n{done.stderr}"
-        stamp.write_text(run_id)
-    return TYPESCRIPT
 
 
 def test_both_sdks_pass_every_scenario_on_one_server_and_each_covers_every_route(live_server):
