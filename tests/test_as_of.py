@@ -36,7 +36,7 @@ def _save(services: Any, name: str, content: str, namespace: Namespace = NAMESPA
     return services.bus.handle(SaveMemory(name, content, "d", kind, namespace), EventMetadata()).position
 
 
-def test_a_memory_as_it_was_at_each_position_and_time(admin, any_services):
+def test_a_memory_as_it_was_at_each_position_and_time(admin: Caller, any_services: Services) -> None:
     first = _save(any_services, "deploy_steps", "alpha one")
     second = _save(any_services, "deploy_steps", "beta two")
     memory_id = admin.get(f"{ADMIN}?limit=1").get_json()["memories"][0]["memory_id"]
@@ -54,7 +54,7 @@ def test_a_memory_as_it_was_at_each_position_and_time(admin, any_services):
     assert admin.get(f"{ADMIN}/{memory_id}?as_of=0005-01-01T00:00:00Z").status_code == 404  # years below 1000 too
 
 
-def test_search_ranks_with_the_statistics_of_that_moment(admin, any_services):
+def test_search_ranks_with_the_statistics_of_that_moment(admin: Caller, any_services: Services) -> None:
     _save(any_services, "first_note", "alpha alpha shared")
     before = _save(any_services, "second_note", "beta shared", NAMESPACES[1])
     _save(any_services, "first_note", "gamma now")  # alpha gone from it afterwards
@@ -75,7 +75,7 @@ OPERATIONS = st.lists(st.tuples(st.sampled_from(["save", "delete"]), st.sampled_
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(operations=OPERATIONS)
-def test_as_of_every_position_lists_what_the_live_list_said_then(admin, any_services, operations):
+def test_as_of_every_position_lists_what_the_live_list_said_then(admin: Caller, any_services: Services, operations) -> None:
     for memory in admin.get(f"{ADMIN}?limit=200").get_json()["memories"]:  # a fresh store for each example
         admin.delete(f"{ADMIN}/{memory['memory_id']}")
     seen = []
@@ -106,14 +106,14 @@ def _listed(answer: Any) -> tuple[int, list[tuple[str, str, str, int]]]:
     ("9999-12-31T23:59:59-01:00", "as_of must be a log position or an ISO 8601 time"),
     ("9" * 5000, "as_of must be a log position or an ISO 8601 time"),
 ])
-def test_a_bad_as_of_is_a_400(admin, any_services, as_of, message):
+def test_a_bad_as_of_is_a_400(admin: Caller, any_services: Services, as_of, message) -> None:
     _save(any_services, "note", "c")
     for path in (f"{ADMIN}?as_of={as_of}", f"{ADMIN}/search?q=c&as_of={as_of}", f"{ADMIN}/anything?as_of={as_of}"):
         answer = admin.get(path)
         assert answer.status_code == 400 and message in answer.get_json()["error"], (path, answer.get_json())
 
 
-def test_an_erased_memory_is_not_there_at_any_position(admin, any_services):
+def test_an_erased_memory_is_not_there_at_any_position(admin: Caller, any_services: Services) -> None:
     first = _save(any_services, "secret_plan", "zanzibarquux")
     memory_id = admin.get(f"{ADMIN}?limit=1").get_json()["memories"][0]["memory_id"]
     assert admin.post("/v1/api/admin/erasures", json={"memory_id": memory_id, "reason": "r"}).status_code == 201
@@ -122,7 +122,7 @@ def test_an_erased_memory_is_not_there_at_any_position(admin, any_services):
     assert admin.get(f"{ADMIN}/search?q=zanzibarquux&as_of={first}").get_json()["memories"] == []
 
 
-def test_a_namespace_s_history_is_one_index_range_of_the_log(any_services):
+def test_a_namespace_s_history_is_one_index_range_of_the_log(any_services: Services) -> None:
     low, high = 'memory:["user","u1",', 'memory:["user","u1"-'
     query = range_query(any_services.database.dialect, low, high, 10**9)
     with any_services.database.read() as conn:

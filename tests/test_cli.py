@@ -16,7 +16,7 @@ from tests.helpers import free_port, make_services, wait_until_serving
 
 
 @pytest.fixture
-def run(sqlite_url):
+def run(sqlite_url: str):
     """The CLI on a database ``memoryd db upgrade`` made (other commands never create one)."""
     runner = CliRunner()
 
@@ -31,7 +31,7 @@ def _last_line(result) -> str:
     return result.output.strip().splitlines()[-1]
 
 
-def test_create_commands_print_the_new_id_or_token_on_their_last_line(run, sqlite_url):
+def test_create_commands_print_the_new_id_or_token_on_their_last_line(run, sqlite_url: str) -> None:
     user = run("users", "create", "alice")
     assert user.exit_code == 0, user.output
     user_id = _last_line(user)
@@ -52,18 +52,18 @@ def test_create_commands_print_the_new_id_or_token_on_their_last_line(run, sqlit
     (("tokens", "create", "--user", "x", "--scopes", "admin"), "scopes must be some of read, write, service"),
     (("workstreams", "create", "--owner", "nobody"), "user not found: nobody"),
 ])
-def test_bad_input_exits_non_zero_with_a_one_line_reason(run, args, message):
+def test_bad_input_exits_non_zero_with_a_one_line_reason(run, args, message) -> None:
     result = run(*args)
     assert result.exit_code == 1
     assert message in result.output
 
 
-def test_db_upgrade_can_run_twice(run):
+def test_db_upgrade_can_run_twice(run) -> None:
     assert run("db", "upgrade").exit_code == 0
     assert run("db", "upgrade").exit_code == 0
 
 
-def test_projections_rebuild_reports_what_it_rebuilt(run, sqlite_url):
+def test_projections_rebuild_reports_what_it_rebuilt(run, sqlite_url: str) -> None:
     services = make_services(sqlite_url)
     from commands.model import SaveMemory
     from events.types import EventMetadata
@@ -98,7 +98,7 @@ def _request(port: int, token: str, method: str, path: str, body: dict | None = 
         return response.status, json.loads(response.read())
 
 
-def test_serve_creates_the_schema_and_prints_an_admin_token_once(sqlite_url):
+def test_serve_creates_the_schema_and_prints_an_admin_token_once(sqlite_url: str) -> None:
     process, port = _serve(sqlite_url, {})
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/api/openapi.json", timeout=5) as response:
@@ -125,7 +125,7 @@ def test_serve_creates_the_schema_and_prints_an_admin_token_once(sqlite_url):
     ]
 
 
-def test_serve_adopts_the_admin_token_from_the_environment(sqlite_url):
+def test_serve_adopts_the_admin_token_from_the_environment(sqlite_url: str) -> None:
     process, port = _serve(sqlite_url, {"MEMORYD_ADMIN_TOKEN": "chosen-admin-token"})
     try:
         assert _request(port, "chosen-admin-token", "GET", "/v1/api/admin/memories")[0] == 200
@@ -135,7 +135,7 @@ def test_serve_adopts_the_admin_token_from_the_environment(sqlite_url):
     assert stdout.strip() == ""
 
 
-def test_projects_are_managed_from_the_command_line_and_logged(run, sqlite_url):
+def test_projects_are_managed_from_the_command_line_and_logged(run, sqlite_url: str) -> None:
     owner = _last_line(run("users", "create", "owner"))
     member = _last_line(run("users", "create", "member"))
     created = run("projects", "create", "--owner", owner, "--name", "apollo")
@@ -152,7 +152,7 @@ def test_projects_are_managed_from_the_command_line_and_logged(run, sqlite_url):
     assert {event.metadata["surface"] for event in events} == {"cli"}
 
 
-def test_workstreams_and_sessions_are_managed_from_the_command_line(run, sqlite_url):
+def test_workstreams_and_sessions_are_managed_from_the_command_line(run, sqlite_url: str) -> None:
     owner = _last_line(run("users", "create", "owner"))
     project = _last_line(run("projects", "create", "--owner", owner, "--name", "apollo"))
     workstream = _last_line(run("workstreams", "create", "--owner", owner, "--project", project, "--no-memory"))

@@ -14,7 +14,7 @@ from tests.helpers import make_services
 
 
 @pytest.fixture
-def cli(sqlite_url):
+def cli(sqlite_url: str):
     services = make_services(sqlite_url)  # the database exists: only serve and db upgrade make one
     runner = CliRunner()
 
@@ -35,14 +35,14 @@ def _last(result):
     return result.output.strip().splitlines()[-1]
 
 
-def test_a_name_is_taken_once(cli):
+def test_a_name_is_taken_once(cli) -> None:
     run, _ = cli
     run("users", "create", "alice")
     again = run("users", "create", "alice", ok=False)
     assert again.exit_code == 1 and "a user named 'alice' already exists" in again.output
 
 
-def test_users_tokens_and_sessions_through_their_lifecycle(cli):
+def test_users_tokens_and_sessions_through_their_lifecycle(cli) -> None:
     run, services = cli
     alice = _last(run("users", "create", "alice"))
     token = _last(run("tokens", "create", "--user", alice, "--name", "laptop", "--expires-in-days", "30"))
@@ -78,7 +78,7 @@ def test_users_tokens_and_sessions_through_their_lifecycle(cli):
     assert actions["user.deactivate"][0].reason == "left"
 
 
-def test_a_lost_admin_token_is_replaced_from_the_command_line(cli):
+def test_a_lost_admin_token_is_replaced_from_the_command_line(cli) -> None:
     """The first start printed the admin token once, and it was lost: whoever can reach the database mints
     another for the admin user (by name), and the old one can be revoked."""
     run, services = cli
@@ -93,7 +93,7 @@ def test_a_lost_admin_token_is_replaced_from_the_command_line(cli):
     assert client.get("/v1/api/token", headers={"Authorization": f"Bearer {fresh}"}).status_code == 200
 
 
-def test_a_session_close_needs_a_session_or_idle(cli):
+def test_a_session_close_needs_a_session_or_idle(cli) -> None:
     run, _ = cli
     assert run("sessions", "close", ok=False).exit_code == 2
     assert run("sessions", "close", "--idle").output == ""

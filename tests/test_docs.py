@@ -5,8 +5,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from memoryd.bootstrap import analyzer_for
 from memoryd.config import load_config
+from tests.helpers import LiveServer
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -26,13 +29,13 @@ def promised(example: str) -> list[str]:
     return lines
 
 
-def test_the_analyzer_examples_print_what_the_search_page_says(capsys):
+def test_the_analyzer_examples_print_what_the_search_page_says(capsys: pytest.CaptureFixture[str]) -> None:
     [example] = blocks("search.md", "python")
     exec(example, {})  # noqa: S102 - our own docs
     assert capsys.readouterr().out.splitlines() == promised(example)
 
 
-def test_the_search_pages_configuration_is_valid(tmp_path):
+def test_the_search_pages_configuration_is_valid(tmp_path: Path) -> None:
     [example] = blocks("search.md", "toml")
     (tmp_path / "config.toml").write_text(example)
     config = load_config(tmp_path / "config.toml", environ={})
@@ -40,14 +43,14 @@ def test_the_search_pages_configuration_is_valid(tmp_path):
     assert analyzer_for(config).language == "german"
 
 
-def test_the_identities_pages_configuration_is_valid(tmp_path):
+def test_the_identities_pages_configuration_is_valid(tmp_path: Path) -> None:
     [example] = blocks("identities.md", "toml")
     (tmp_path / "config.toml").write_text(example)
     config = load_config(tmp_path / "config.toml", environ={})
     assert (config.auth.default_token_days, config.auth.session_idle_days) == (0, 30)
 
 
-def test_the_identities_pages_walk_through_runs_against_a_live_server(live_server):
+def test_the_identities_pages_walk_through_runs_against_a_live_server(live_server: LiveServer) -> None:
     """The token's life, as written (the server's address swapped in), in bash with set -e."""
     import os
     import subprocess

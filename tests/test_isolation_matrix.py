@@ -13,6 +13,7 @@ import itertools
 from pathlib import Path
 
 import pytest
+from flask import Flask
 
 from commands.model import SaveMemory
 from commands.projects import (
@@ -22,6 +23,7 @@ from commands.projects import (
     RevokeProjectAccess,
 )
 from events.types import EventMetadata
+from memoryd.app.services import Services
 from memoryd.domain import Namespace
 from memoryd.errors import ValidationError
 from tests.isolation import rules
@@ -36,12 +38,12 @@ REFUSALS = {
 }
 
 
-def test_the_checked_in_matrix_is_the_rules_table():
+def test_the_checked_in_matrix_is_the_rules_table() -> None:
     assert MATRIX.read_text() == rules.render(), "regenerate: python -m tests.isolation.rules > tests/isolation/matrix.md"
 
 
 class World:
-    def __init__(self, services, kind: str, setup: str, user: str) -> None:
+    def __init__(self, services: Services, kind: str, setup: str, user: str) -> None:
         self.services = services
         directory = services.directory
         people = {name: directory.create_user(name) for name in ("owner", "member", "stranger", "other")}
@@ -87,7 +89,7 @@ WORLDS = list(itertools.product(rules.KINDS, rules.SETUPS, rules.USERS))
 
 
 @pytest.mark.parametrize(("kind", "setup", "user"), WORLDS, ids=["-".join(world) for world in WORLDS])
-def test_every_cell_of_the_matrix_holds_over_http(services, app, kind, setup, user):
+def test_every_cell_of_the_matrix_holds_over_http(services: Services, app: Flask, kind, setup, user) -> None:
     if kind != "interactive" and user == "anonymous":
         assert rules.expected(kind, "get", "inherited", setup, user) == "n/a"
         with pytest.raises(ValidationError, match="require an authenticated user_id"):

@@ -7,12 +7,13 @@ import random
 
 from commands.projects import CreateProject, GrantProjectAccess
 from events.types import EventMetadata
+from memoryd.app.services import Services
 from projections.queries import get_memory
 
 WORDS = ["alpha", "beta", "gamma", "delta", "omega", "sigma"]
 
 
-def envelope(services, session, readable_by: dict[str, set[str]]) -> set[tuple[str, str]]:
+def envelope(services: Services, session, readable_by: dict[str, set[str]]) -> set[tuple[str, str]]:
     """What the spec lets this session see, computed here from the directory (not by the tool)."""
     workstream = services.directory.workstream(session.workstream_id)
     user = session.user_id
@@ -25,7 +26,7 @@ def envelope(services, session, readable_by: dict[str, set[str]]) -> set[tuple[s
     return allowed | ({("project", project)} if readable else set())
 
 
-def test_random_sessions_never_see_outside_their_envelope_and_a_replay_agrees(services):
+def test_random_sessions_never_see_outside_their_envelope_and_a_replay_agrees(services: Services) -> None:
     rng = random.Random(2026)
     admin = EventMetadata(surface="admin")
     users = [services.directory.create_user(f"user{i}") for i in range(3)]

@@ -21,6 +21,7 @@ from sqlalchemy import Connection, insert, select, text
 
 from events.store import EventStore
 from events.types import EventMetadata, memory_stream_id
+from memoryd.app.services import Services
 from memoryd.db import Database
 from memoryd.schema import events, projection_gaps
 from projections.projector import Projector
@@ -97,14 +98,14 @@ def _tail_while_writing(url: str, store_class: type[EventStore], seed: int) -> t
 
 
 @pytest.mark.parametrize("run", range(RUNS))
-def test_a_tailing_projector_never_skips_an_event_with_eight_slow_writers(postgres_url, run):
+def test_a_tailing_projector_never_skips_an_event_with_eight_slow_writers(postgres_url: str, run) -> None:
     make_services(postgres_url).database.dispose()
     seen, committed = _tail_while_writing(postgres_url, EventStore, seed=run)
     assert len(committed) == EVENTS_PER_RUN
     assert seen == committed  # every event once, in position order
 
 
-def test_without_serialized_appends_the_same_reader_does_skip_events(postgres_url):
+def test_without_serialized_appends_the_same_reader_does_skip_events(postgres_url: str) -> None:
     """The control: proves the test above would notice a skip."""
     make_services(postgres_url).database.dispose()
     seen, committed = _tail_while_writing(postgres_url, UnorderedEventStore, seed=7)
@@ -150,7 +151,8 @@ def _behind_an_open_append(services: Any, stream_id: str, waiting: Callable[[], 
         later.join()
 
 
-def test_a_stream_read_while_waiting_for_the_lock_is_read_again_after_the_append_it_waited_for(built_postgres):
+def test_a_stream_read_while_waiting_for_the_lock_is_read_again_after_the_append_it_waited_for(built_postgres: Callable[...,
+                                                                                               Services]) -> None:
     """``hold_appends`` reads the stream in the statement that waits for the lock, as its snapshot saw it
     before the wait; when the holder appended to that stream, the command must decide on the holder's event,
     not on the stream as it was (it would append at a version already taken)."""
@@ -172,7 +174,9 @@ def test_a_stream_read_while_waiting_for_the_lock_is_read_again_after_the_append
     assert (last.position, last.stream_version) == (1, 1)
 
 
-def test_a_position_held_by_an_open_transaction_is_passed_only_after_it_rolls_back_and_then_taken_again(built_postgres):
+def test_a_position_held_by_an_open_transaction_is_passed_only_after_it_rolls_back_and_then_taken_again(
+        built_postgres: Callable[..., Services],
+) -> None:
     services = built_postgres()
     store, projector = services.store, services.projector
     store.append(memory_stream_id("m0", "global", ""), 0, [saved_event(0)], EventMetadata())
@@ -218,7 +222,7 @@ def test_a_position_held_by_an_open_transaction_is_passed_only_after_it_rolls_ba
         assert conn.execute(select(projection_gaps)).all() == []
 
 
-def test_an_append_that_waited_for_the_lock_seals_after_the_append_it_waited_for(built_postgres):
+def test_an_append_that_waited_for_the_lock_seals_after_the_append_it_waited_for(built_postgres: Callable[..., Services]) -> None:
     """The statement that takes the lock read the head before it waited; it must append after the head the
     holder committed, not at the position the holder took (a stale head would collide there and fail)."""
     services = built_postgres()

@@ -19,6 +19,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from commands.model import SaveMemory
 from events.idempotency import IdempotencyClaim, IdempotencyKeyTaken
 from events.types import EventMetadata, MemorySaved, memory_stream_id
+from memoryd.app.services import Services
 from memoryd.domain import Memory, Namespace
 from memoryd.schema import events, projection_checkpoints, projection_faults
 from tests.helpers import make_services, rebuild_equals_live, refuse_events, refuse_memory_rows, table_rows
@@ -26,11 +27,11 @@ from tests.helpers import make_services, rebuild_equals_live, refuse_events, ref
 GLOBAL = Namespace("global", "")
 
 
-def save(services, name: str, content: str = "c", claim: IdempotencyClaim | None = None):
+def save(services: Services, name: str, content: str = "c", claim: IdempotencyClaim | None = None):
     return services.bus.handle(SaveMemory(name, content, "d", None, GLOBAL), EventMetadata(surface="rest"), claim)
 
 
-def transactions(services) -> list[str]:
+def transactions(services: Services) -> list[str]:
     """Every commit and rollback of the services' engine from now on (savepoints are not transactions)."""
     seen: list[str] = []
     event.listen(services.database.engine, "commit", lambda conn: seen.append("commit"))
@@ -38,7 +39,7 @@ def transactions(services) -> list[str]:
     return seen
 
 
-def test_a_save_is_one_transaction_that_moves_the_read_model_and_its_checkpoint(any_services):
+def test_a_save_is_one_transaction_that_moves_the_read_model_and_its_checkpoint(any_services: Services) -> None:
     save(any_services, "first")
     seen = transactions(any_services)
     created = save(any_services, "second", "created")
@@ -49,10 +50,11 @@ def test_a_save_is_one_transaction_that_moves_the_read_model_and_its_checkpoint(
     assert any_services.projector.checkpoint("projects") == updated.position
 
 
-def test_a_projection_that_fails_is_rolled_back_and_the_append_stands(any_services, monkeypatch):
+def test_a_projection_that_fails_is_rolled_back_and_the_append_stands(any_services: Services,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     save(any_services, "before")
 
-    def broken(conn, recorded):
+    def broken(conn, recorded) -> None:
         conn.execute(insert(projection_checkpoints).values(name="half_written", position=1))
         raise RuntimeError("disk on fire")
 
@@ -70,7 +72,7 @@ def test_a_projection_that_fails_is_rolled_back_and_the_append_stands(any_servic
     assert sorted(row["name"] for row in table_rows(any_services)) == ["before", "during"]
 
 
-def test_a_read_model_row_the_database_refuses_at_the_commit_still_lets_the_append_stand(any_services):
+def test_a_read_model_row_the_database_refuses_at_the_commit_still_lets_the_append_stand(any_services: Services) -> None:
     """On PostgreSQL the row goes with the commit (a deferred write), so the database refuses it only there:
     the save is run again without its projection, and the catch-up after it stops at that event."""
     save(any_services, "before")
@@ -91,8 +93,9 @@ def test_a_read_model_row_the_database_refuses_at_the_commit_still_lets_the_appe
     assert rebuild_equals_live(any_services)
 
 
-def test_an_event_the_database_refuses_fails_the_save_once_and_is_not_taken_for_the_projections(any_services,
-                                                                                                   caplog):
+def test_an_event_the_database_refuses_fails_the_save_once_and_is_not_taken_for_the_projections(
+        any_services: Services, caplog: pytest.LogCaptureFixture,
+) -> None:
     """On PostgreSQL the event's insert goes with the step's first statement: its failure is still the save's,
     raised as the database gave it, not a projection's failure to run again without the step."""
     save(any_services, "before")
@@ -105,7 +108,7 @@ def test_an_event_the_database_refuses_fails_the_save_once_and_is_not_taken_for_
     assert [row["name"] for row in table_rows(any_services)] == ["before"]
 
 
-def test_a_save_behind_a_recorded_fault_leaves_projecting_to_a_catch_up_that_clears_the_fault(any_services):
+def test_a_save_behind_a_recorded_fault_leaves_projecting_to_a_catch_up_that_clears_the_fault(any_services: Services) -> None:
     """The step inside a command moves the checkpoints only if no fault is recorded: a fault left behind
     by a catch-up that lost a race is cleared by the catch-up after the commit, not kept forever."""
     first = save(any_services, "first")
@@ -120,7 +123,7 @@ def test_a_save_behind_a_recorded_fault_leaves_projecting_to_a_catch_up_that_cle
     assert sorted(row["name"] for row in table_rows(any_services)) == ["first", "second"]
 
 
-def test_an_erasure_takes_the_rows_in_its_own_transaction(any_services):
+def test_an_erasure_takes_the_rows_in_its_own_transaction(any_services: Services) -> None:
     from commands.erasure import EraseMemories
 
     kept, erased = save(any_services, "kept"), save(any_services, "erased_note")
@@ -131,7 +134,7 @@ def test_an_erasure_takes_the_rows_in_its_own_transaction(any_services):
     assert any_services.projector.checkpoint("structured_memories") == outcome.position
 
 
-def test_a_rolled_back_savepoint_leaves_no_appended_event_for_the_step_to_apply(any_services):
+def test_a_rolled_back_savepoint_leaves_no_appended_event_for_the_step_to_apply(any_services: Services) -> None:
     """What a savepoint appended and rolled back is not in the log: the step must not apply it from memory."""
     save(any_services, "first")
     database, store = any_services.database, any_services.store
@@ -149,7 +152,8 @@ def test_a_rolled_back_savepoint_leaves_no_appended_event_for_the_step_to_apply(
     assert store.verify_chain().ok
 
 
-def test_the_stream_read_with_the_append_lock_answers_for_that_stream_until_an_append(any_services, monkeypatch):
+def test_the_stream_read_with_the_append_lock_answers_for_that_stream_until_an_append(any_services: Services,
+                                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """``hold_appends`` reads the stream a command decides on, and ``last_event`` answers from it; not for
     another stream, and not once the transaction appends (that read is stale then)."""
     store, stream = any_services.store, memory_stream_id("read_ahead", "global", "")
@@ -181,7 +185,7 @@ def _saved(name: str) -> MemorySaved:
     return MemorySaved(Memory(f"id-{name}", name, "d", "general", "global", "", "c", moment, moment))
 
 
-def test_a_claim_that_fails_takes_the_append_and_the_projection_with_it(any_services):
+def test_a_claim_that_fails_takes_the_append_and_the_projection_with_it(any_services: Services) -> None:
     first = save(any_services, "once")
     unclaimed = IdempotencyClaim("caller", "key-1", "fingerprint")  # an attempt that does not hold the key
     with pytest.raises(IdempotencyKeyTaken):
@@ -191,7 +195,7 @@ def test_a_claim_that_fails_takes_the_append_and_the_projection_with_it(any_serv
     assert any_services.projector.checkpoint("structured_memories") == first.position
 
 
-def test_inside_a_unit_reads_see_its_writes_and_an_isolated_write_rolls_back_alone(any_services):
+def test_inside_a_unit_reads_see_its_writes_and_an_isolated_write_rolls_back_alone(any_services: Services) -> None:
     database = any_services.database
     row = {"stream_id": "unit-test", "stream_version": 1, "event_type": "test.event", "schema_version": 1,
            "payload": {}, "meta": {}, "recorded_at": "2026-01-01T00:00:00Z"}
@@ -209,7 +213,7 @@ def test_inside_a_unit_reads_see_its_writes_and_an_isolated_write_rolls_back_alo
         assert sorted(versions) == [1, 3]
 
 
-def test_a_unit_that_fails_leaves_nothing_and_a_unit_inside_one_is_refused(any_services):
+def test_a_unit_that_fails_leaves_nothing_and_a_unit_inside_one_is_refused(any_services: Services) -> None:
     with pytest.raises(ZeroDivisionError), any_services.database.unit():
         memory = Memory("m-1", "inside", "d", "general", "global", "", "c", "2026-01-01T00:00:00", "2026-01-01T00:00:00")
         any_services.store.append(memory_stream_id("inside", "global", ""), 0, [MemorySaved(memory)], EventMetadata())
@@ -219,14 +223,14 @@ def test_a_unit_that_fails_leaves_nothing_and_a_unit_inside_one_is_refused(any_s
     assert any_services.store.head_position() == 0 and table_rows(any_services) == []
 
 
-def test_a_unit_inside_a_snapshot_is_refused(any_services):
+def test_a_unit_inside_a_snapshot_is_refused(any_services: Services) -> None:
     with any_services.database.snapshot(), pytest.raises(RuntimeError, match="inside a snapshot"):
         with any_services.database.unit():
             pass
 
 
 
-def test_appends_go_on_while_another_catch_up_holds_a_checkpoint(postgres_url):
+def test_appends_go_on_while_another_catch_up_holds_a_checkpoint(postgres_url: str) -> None:
     """A rebuild (or any catch-up) holds a projection's checkpoint row for as long as it runs. A command
     then leaves its projection to after its commit instead of waiting for the row while it holds the log's
     append lock: other commands still append, and everything is projected once the row is free."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from commands.model import SaveMemory
 from events.types import EventMetadata
 from memoryd.domain import Namespace
@@ -13,7 +15,8 @@ from tests.helpers import make_services
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
-def test_the_embedding_example_in_the_readme_runs(sqlite_url, monkeypatch, capsys):
+def test_the_embedding_example_in_the_readme_runs(sqlite_url: str, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
     [example] = [block for block in re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
                  if "build_services" in block]
     services = make_services(sqlite_url)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.helpers import http_call
+from tests.helpers import LiveServer, http_call
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 CAPTURED = ("ADMIN", "USER_ID", "MEMORY_ID", "PROJECT", "SESSION", "SESSION_TOKEN")
@@ -30,11 +30,11 @@ def a_venv(directory: Path) -> None:
     (bin_dir / "python3").symlink_to(sys.executable)
 
 
-def test_the_walkthrough_never_assigns_the_shells_user_variable():
+def test_the_walkthrough_never_assigns_the_shells_user_variable() -> None:
     assert not re.search(r"^\s*(export\s+)?USER=", walkthrough(), re.M)
 
 
-def test_the_walkthrough_runs_when_pasted_into_bash(live_server, tmp_path):
+def test_the_walkthrough_runs_when_pasted_into_bash(live_server: LiveServer, tmp_path: Path) -> None:
     a_venv(tmp_path)
     script = walkthrough().replace("http://127.0.0.1:8080", live_server.base_url)
     report = "".join(f'echo "{name}=${name}"\n' for name in CAPTURED)

@@ -20,11 +20,12 @@ from events.types import (
     MemorySaved,
     MemoryUpdated,
 )
+from memoryd.app.services import Services
 from memoryd.domain import Memory, Namespace
 from projections.filters import MemoryFilter, ScopePattern
 from projections.search import Analyzer, SearchIndex, SnapshotFormatError
 from projections.search.ranking import K1, B, idf
-from tests.helpers import CALLERS, GLOBAL_FILTER, SPACES, TINY, WORDS, answers, index_of, memory, recorded, tiny_segments
+from tests.helpers import CALLERS, GLOBAL_FILTER, SPACES, TINY, WORDS, Caller, answers, index_of, memory, recorded, tiny_segments
 
 
 def oracle(memories: list[Memory], query: str, analyzer: Analyzer | None = None) -> dict[str, float]:
@@ -67,7 +68,7 @@ queries = st.lists(st.sampled_from(WORDS + ["absent"]), min_size=1, max_size=12)
 
 @settings(max_examples=150, deadline=None)
 @given(corpus=corpora, query=queries, limit=st.integers(1, 50))
-def test_scores_and_top_k_equal_rank_bm25_with_lucene_idf(corpus, query, limit):
+def test_scores_and_top_k_equal_rank_bm25_with_lucene_idf(corpus, query, limit) -> None:
     memories = [memory(f"m{i}", text) for i, text in enumerate(corpus)]
     expected = oracle(memories, query)
     index = index_of(memories)
@@ -84,7 +85,7 @@ def test_scores_and_top_k_equal_rank_bm25_with_lucene_idf(corpus, query, limit):
 
 @settings(max_examples=60, deadline=None)
 @given(mine=corpora, others=corpora, query=queries)
-def test_memories_the_caller_cannot_see_change_none_of_the_callers_scores(mine, others, query):
+def test_memories_the_caller_cannot_see_change_none_of_the_callers_scores(mine, others, query) -> None:
     own = [memory(f"m{i}", text, "user", "alice") for i, text in enumerate(mine)]
     foreign = [memory(f"o{i}", text, "user", "bob") for i, text in enumerate(others)]
     alone, crowded = index_of(own), index_of(own + foreign)
@@ -93,7 +94,7 @@ def test_memories_the_caller_cannot_see_change_none_of_the_callers_scores(mine, 
         [(h.memory_id, h.score) for h in crowded.search(visible, query, 50)]
 
 
-def test_words_of_equal_weight_add_up_in_the_querys_order_whatever_else_the_index_holds():
+def test_words_of_equal_weight_add_up_in_the_querys_order_whatever_else_the_index_holds() -> None:
     # w1 and w4 weigh the same for alice; bob's memories make w1 commoner index-wide. Summed in
     # another order, m0's score differed in its last bit between the two indexes.
     own = [memory(f"m{i}", text, "user", "alice") for i, text in enumerate(["w2 w3 w4 w3 w1 w4 w0", "w3 w0", "w4 w2"])]
@@ -105,18 +106,18 @@ def test_words_of_equal_weight_add_up_in_the_querys_order_whatever_else_the_inde
         [(h.memory_id, h.score) for h in crowded.search(visible, "w5 w2 w1 w4 w0", 50)]
 
 
-def test_a_query_none_of_whose_words_occur_returns_nothing():
+def test_a_query_none_of_whose_words_occur_returns_nothing() -> None:
     assert index_of([memory("a", "alpha beta")]).search(GLOBAL_FILTER, "gamma delta", 10) == []
 
 
-def test_equal_scores_are_ordered_newest_first_then_by_memory_id():
+def test_equal_scores_are_ordered_newest_first_then_by_memory_id() -> None:
     memories = [memory("b1", "shared words", updated="2026-01-01T00:00:01"), memory("a1", "shared words"),
                 memory("c1", "shared words"), memory("d1", "shared words", updated="2026-01-01T00:00:02")]
     assert [h.memory_id for h in index_of(memories).search(GLOBAL_FILTER, "shared", 10)] == [
         "id-global--d1", "id-global--b1", "id-global--a1", "id-global--c1"]
 
 
-def test_updates_and_deletes_are_seen_by_the_next_query_and_match_a_fresh_index():
+def test_updates_and_deletes_are_seen_by_the_next_query_and_match_a_fresh_index() -> None:
     rng = random.Random(5)
     index, live = SearchIndex(), {}
     for step in range(3_000):  # enough to merge deltas into segments many times
@@ -137,7 +138,7 @@ def test_updates_and_deletes_are_seen_by_the_next_query_and_match_a_fresh_index(
     assert len(index) == len(live)
 
 
-def test_the_type_filter_searches_and_scores_only_that_type():
+def test_the_type_filter_searches_and_scores_only_that_type() -> None:
     memories = [memory("a", "alpha", memory_type="feedback"), memory("b", "alpha alpha", memory_type="user"),
                 memory("c", "beta", memory_type="feedback")]
     hits = index_of(memories).search(MemoryFilter(type="feedback", scopes=None), "alpha", 10)
@@ -145,7 +146,7 @@ def test_the_type_filter_searches_and_scores_only_that_type():
     assert [(h.memory_id, pytest.approx(h.score)) for h in hits] == list(oracle(feedback, "alpha").items())
 
 
-def test_an_event_applied_twice_changes_nothing():
+def test_an_event_applied_twice_changes_nothing() -> None:
     index = SearchIndex()
     event = recorded(MemorySaved(memory("a", "alpha")))
     index.apply(event)
@@ -153,7 +154,7 @@ def test_an_event_applied_twice_changes_nothing():
     assert len(index) == 1 and index.position == event.position
 
 
-def test_search_over_http_uses_the_index_and_sees_each_write_at_once(alice):
+def test_search_over_http_uses_the_index_and_sees_each_write_at_once(alice: Caller) -> None:
     alice.save("deploy_notes", "we deploy with buildkite every friday")
     assert [m["name"] for m in alice.post("/v1/api/memories/search", json={"query": "buildkite"}).json["memories"]] == [
         "deploy_notes"]
@@ -163,7 +164,7 @@ def test_search_over_http_uses_the_index_and_sees_each_write_at_once(alice):
     assert alice.post("/v1/api/memories/search", json={"query": "github"}).json["memories"] == []
 
 
-def test_a_rebuild_while_writes_continue_swaps_in_with_no_failed_or_empty_reads(services):
+def test_a_rebuild_while_writes_continue_swaps_in_with_no_failed_or_empty_reads(services: Services) -> None:
     namespace = Namespace("global", "")
     for index in range(300):
         services.bus.handle(SaveMemory(f"note_{index}", f"common word{index}", "d", None, namespace), EventMetadata())
@@ -202,7 +203,7 @@ def test_a_rebuild_while_writes_continue_swaps_in_with_no_failed_or_empty_reads(
 # -- the segment machinery: tiny thresholds so a short run freezes and merges many times -----------
 
 @pytest.mark.parametrize("pack_limit", [1 << 47, 0], ids=["packed-sort", "argsort"])
-def test_background_merges_with_writes_landing_mid_merge_match_a_fresh_index(pack_limit):
+def test_background_merges_with_writes_landing_mid_merge_match_a_fresh_index(pack_limit) -> None:
     rng = random.Random(11)
     index, live = tiny_segments(pack_limit), {}
     for step in range(2_500):
@@ -228,7 +229,7 @@ def test_background_merges_with_writes_landing_mid_merge_match_a_fresh_index(pac
     assert answers(restored, query) == answers(index, query) and restored.position == index.position
 
 
-def test_merges_keep_the_parts_few_and_reuse_the_slots_of_removed_memories():
+def test_merges_keep_the_parts_few_and_reuse_the_slots_of_removed_memories() -> None:
     index = tiny_segments()
     for version in range(60):  # 40 memories, each replaced 60 times: 2,400 versions
         for number in range(40):
@@ -242,7 +243,7 @@ def test_merges_keep_the_parts_few_and_reuse_the_slots_of_removed_memories():
     assert [h.memory_id for h in index.search(GLOBAL_FILTER, "w59 w7", 1)] == ["id-global--m7"]
 
 
-def test_a_snapshot_from_another_index_version_is_refused_and_the_log_rebuilds_it(services, sqlite_url):
+def test_a_snapshot_from_another_index_version_is_refused_and_the_log_rebuilds_it(services: Services, sqlite_url: str) -> None:
     import io
 
     import numpy as np
@@ -265,7 +266,7 @@ def test_a_snapshot_from_another_index_version_is_refused_and_the_log_rebuilds_i
 
 @pytest.mark.parametrize("gathering", [FLAT, TERM_BY_TERM], ids=["flat", "term-by-term"])
 @pytest.mark.parametrize("removals", [6, 900], ids=["few-tombstones-score-zero", "many-tombstones-filtered"])
-def test_tombstones_in_a_big_segment_score_exactly_as_a_fresh_index(removals, gathering):
+def test_tombstones_in_a_big_segment_score_exactly_as_a_fresh_index(removals, gathering) -> None:
     rng = random.Random(removals)
     live = {}
     for number in range(2_000):
@@ -307,7 +308,7 @@ zipf_words = st.floats(0, 1, exclude_max=True).map(zipf_word)
                       min_size=20, max_size=120),
        query=st.lists(zipf_words, min_size=1, max_size=10).map(" ".join), limit=st.integers(1, 12),
        caller=st.sampled_from(CALLERS), seed=st.integers(0, 1_000))
-def test_pruned_search_answers_exactly_as_scoring_every_posting(texts, query, limit, caller, seed):
+def test_pruned_search_answers_exactly_as_scoring_every_posting(texts, query, limit, caller, seed) -> None:
     rng = random.Random(seed)
     memories = [memory(f"m{number}", text, *rng.choice(SPACES), rng.choice(["user", "general", "feedback"]),
                        updated=f"2026-01-01T00:00:0{rng.randrange(3)}")  # many ties at the cut
@@ -324,7 +325,7 @@ def test_pruned_search_answers_exactly_as_scoring_every_posting(texts, query, li
     assert answer_with(index, caller, query, limit, **UNPRUNED, **TERM_BY_TERM) == expected
 
 
-def test_pruning_runs_across_many_parts_and_changes_no_answer():
+def test_pruning_runs_across_many_parts_and_changes_no_answer() -> None:
     rng = random.Random(3)
     index, live = SearchIndex(tuning=TINY), {}
     for step in range(3_000):
@@ -352,7 +353,7 @@ def test_pruning_runs_across_many_parts_and_changes_no_answer():
     assert index.shape().lookups  # the common words were looked up for candidates only, not scored everywhere
 
 
-def test_the_memory_report_counts_each_memory_id_once():
+def test_the_memory_report_counts_each_memory_id_once() -> None:
     """The id -> slot map's keys are the very strings the index keeps by slot: reported once, not twice."""
     memories = [memory(f"n{number}", "alpha beta") for number in range(2_000)]
     index = index_of(memories)
@@ -363,7 +364,7 @@ def test_the_memory_report_counts_each_memory_id_once():
     assert ids == containers + strings
 
 
-def test_updated_times_in_another_format_break_ties_as_written_and_survive_a_snapshot():
+def test_updated_times_in_another_format_break_ties_as_written_and_survive_a_snapshot() -> None:
     """``updated`` is kept as its recency key; a time the key cannot give back is kept as it is."""
     memories = [memory("x1", "alpha", updated="2026-01-01T00:00:00"), memory("x2", "alpha", updated="2026-01-01T00:00:00.5"),
                 memory("x3", "alpha", updated="2025-12-31T23:59:59"), memory("x4", "alpha", updated="2026-01-01T00:00:00")]

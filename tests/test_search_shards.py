@@ -92,13 +92,13 @@ def corpus(seed: int) -> tuple[SearchIndex, list[SearchIndex], dict[str, str]]:
     return whole, shards, updated
 
 
-def test_every_shard_holds_some_of_the_namespaces():
+def test_every_shard_holds_some_of_the_namespaces() -> None:
     assert {shard_of(scope, scope_id) for scope, scope_id in NAMESPACES} == set(range(SHARDS))
 
 
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 10_000))
-def test_four_shards_through_the_fan_out_give_one_indexs_top_k_and_scores(seed):
+def test_four_shards_through_the_fan_out_give_one_indexs_top_k_and_scores(seed) -> None:
     whole, shards, updated = corpus(seed)
     assert all(shard.shape().segments >= 2 for shard in shards if len(shard))
     rng = random.Random(seed)
@@ -110,7 +110,7 @@ def test_four_shards_through_the_fan_out_give_one_indexs_top_k_and_scores(seed):
             assert fan_out(shards, where, query, limit, updated) == whole.search(where, query, limit)
 
 
-def test_a_shard_holding_none_of_the_callers_namespaces_adds_nothing_and_returns_nothing():
+def test_a_shard_holding_none_of_the_callers_namespaces_adds_nothing_and_returns_nothing() -> None:
     whole, shards, _ = corpus(7)
     where = MemoryFilter(scopes=(ScopePattern("user", "u3"),))
     strangers = [shard for number, shard in enumerate(shards) if number != shard_of("user", "u3")]

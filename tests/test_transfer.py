@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -15,7 +16,7 @@ from tests.helpers import make_services, rebuild_equals_live, table_rows
 
 
 @pytest.fixture
-def run(sqlite_url):
+def run(sqlite_url: str):
     """The CLI on a database ``memoryd db upgrade`` made (other commands never create one)."""
     runner = CliRunner()
 
@@ -26,7 +27,7 @@ def run(sqlite_url):
     return invoke
 
 
-def _jsonl(tmp_path, records, name="memories.jsonl"):
+def _jsonl(tmp_path: Path, records, name="memories.jsonl"):
     path = tmp_path / name
     path.write_text("".join(json.dumps(record) + "\n" for record in records))
     return str(path)
@@ -41,7 +42,7 @@ RECORDS = [
 ]
 
 
-def test_import_appends_save_events_and_export_writes_them_back(run, sqlite_url, tmp_path):
+def test_import_appends_save_events_and_export_writes_them_back(run, sqlite_url: str, tmp_path: Path) -> None:
     result = run("memories", "import", _jsonl(tmp_path, RECORDS + [RECORDS[0] | {"content": "now github actions"}]),
                  "--batch", "2")
     assert result.exit_code == 0, result.output
@@ -69,7 +70,7 @@ def test_import_appends_save_events_and_export_writes_them_back(run, sqlite_url,
     ('{"name": "x", "content": "c", "description": "d", "scope": "user"}', "line 2: scope_id is required"),
     ('{"name": "x", "content": "c", "description": "d", "type": "fact"}', "line 2: invalid type: fact"),
 ])
-def test_an_invalid_line_stops_the_import_before_anything_is_written(run, sqlite_url, tmp_path, line, message):
+def test_an_invalid_line_stops_the_import_before_anything_is_written(run, sqlite_url: str, tmp_path: Path, line, message) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_text(json.dumps(RECORDS[0]) + "\n" + line + "\n")
     result = run("memories", "import", str(path))
@@ -78,7 +79,8 @@ def test_an_invalid_line_stops_the_import_before_anything_is_written(run, sqlite
     assert list(make_services(sqlite_url).store.iter_all()) == []
 
 
-def test_a_rebuilt_search_snapshot_lets_a_new_process_answer_without_replaying_the_log(run, sqlite_url, tmp_path):
+def test_a_rebuilt_search_snapshot_lets_a_new_process_answer_without_replaying_the_log(run, sqlite_url: str,
+                                                                                       tmp_path: Path) -> None:
     assert run("memories", "import", _jsonl(tmp_path, RECORDS)).exit_code == 0
     result = run("projections", "rebuild", "search")
     assert result.exit_code == 0, result.output
@@ -95,7 +97,7 @@ def test_a_rebuilt_search_snapshot_lets_a_new_process_answer_without_replaying_t
         assert fresh.search.search(everything, query, 10) == replayed.search.search(everything, query, 10)
 
 
-def test_a_process_started_from_a_snapshot_follows_the_log_from_there(sqlite_url):
+def test_a_process_started_from_a_snapshot_follows_the_log_from_there(sqlite_url: str) -> None:
     from commands.model import SaveMemory
     from events.types import EventMetadata
     from memoryd.domain import Namespace

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,8 @@ from memoryd_sdk.compat import turnstone
 
 from api.app import create_app
 from api.openapi import build_openapi
-from tests.helpers import free_port, spawn_worker
+from memoryd.app.services import Services
+from tests.helpers import LiveServer, free_port, spawn_worker
 
 SDK = Path(__file__).resolve().parents[2] / "sdk" / "python"
 EMPTY = inspect.Parameter.empty
@@ -68,7 +70,7 @@ def parameters(function: Any) -> list[tuple[str, Any, Any]]:
 
 
 @pytest.mark.parametrize(("family", "method"), list(REFERENCE))
-def test_the_memory_methods_keep_the_reference_signatures_sync_and_async(family, method):
+def test_the_memory_methods_keep_the_reference_signatures_sync_and_async(family, method) -> None:
     classes = (MemorydServer, AsyncMemorydServer) if family == "server" else (MemorydConsole, AsyncMemorydConsole)
     for cls in classes:
         expected = REFERENCE[(family, method)] + EXTENSIONS.get((family, method), [])
@@ -76,12 +78,12 @@ def test_the_memory_methods_keep_the_reference_signatures_sync_and_async(family,
     assert inspect.iscoroutinefunction(getattr(classes[1], method))
 
 
-def test_the_constructors_take_the_reference_arguments_first():
+def test_the_constructors_take_the_reference_arguments_first() -> None:
     for cls in (MemorydServer, AsyncMemorydServer, MemorydConsole, AsyncMemorydConsole):
         assert parameters(cls.__init__)[:len(CONSTRUCTOR)] == CONSTRUCTOR, cls.__name__
 
 
-def test_the_async_clients_are_the_sync_ones_generated_and_the_turnstone_names_are_bound():
+def test_the_async_clients_are_the_sync_ones_generated_and_the_turnstone_names_are_bound() -> None:
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("make_async", SDK / "tools" / "make_async.py")
@@ -105,12 +107,12 @@ def test_the_async_clients_are_the_sync_ones_generated_and_the_turnstone_names_a
 
 
 @pytest.fixture
-def app(services):
+def app(services: Services):
     return create_app(services)
 
 
 @pytest.fixture
-def tokens(services):
+def tokens(services: Services):
     directory = services.directory
     user, admin = directory.create_user("alice"), directory.create_user("admin")
     return {"user": directory.create_token(user, ["read", "write"], [])[1], "user_id": user,
@@ -121,7 +123,7 @@ def wsgi_client(app, **options):
     return httpx.Client(transport=httpx.WSGITransport(app=app), base_url="http://memoryd", **options)
 
 
-def test_memories_round_trip_with_models_read_by_key_or_attribute(app, tokens):
+def test_memories_round_trip_with_models_read_by_key_or_attribute(app, tokens) -> None:
     with MemorydServer("http://memoryd", token=tokens["user"], httpx_client=wsgi_client(app)) as server:
         saved = server.save_memory("Deploy Steps", "we deploy with buildkite", description="  how   we deploy ")
         assert saved.name == saved["name"] == "deploy_steps" and saved.description == "how we deploy"
@@ -142,7 +144,7 @@ def test_memories_round_trip_with_models_read_by_key_or_attribute(app, tokens):
             server.save_memory("x", "y", description="d", scope="user", scope_id="someone-else")
 
 
-def test_names_are_percent_encoded(app, tokens):
+def test_names_are_percent_encoded(app, tokens) -> None:
     with MemorydServer("http://memoryd", token=tokens["user"], httpx_client=wsgi_client(app)) as server:
         with pytest.raises(NotFoundError, match="a/b_c"):
             server.get_memory("a/b c")
@@ -151,10 +153,10 @@ def test_names_are_percent_encoded(app, tokens):
 class DropsTheFirstAnswer(httpx.BaseTransport):
     """Lets the first request reach the server (it commits), then loses the answer, as a dropped connection would."""
 
-    def __init__(self, app):
+    def __init__(self, app) -> None:
         self.inner, self.dropped, self.keys = httpx.WSGITransport(app=app), False, []
 
-    def handle_request(self, request):
+    def handle_request(self, request: pytest.FixtureRequest):
         self.keys.append(request.headers.get("Idempotency-Key"))
         response = self.inner.handle_request(request)
         if not self.dropped:
@@ -163,7 +165,7 @@ class DropsTheFirstAnswer(httpx.BaseTransport):
         return response
 
 
-def test_a_write_retried_after_a_lost_answer_happens_exactly_once(app, tokens, services):
+def test_a_write_retried_after_a_lost_answer_happens_exactly_once(app, tokens, services: Services) -> None:
     transport = DropsTheFirstAnswer(app)
     client = httpx.Client(transport=transport, base_url="http://memoryd")
     with MemorydServer("http://memoryd", token=tokens["user"], httpx_client=client) as server:
@@ -173,12 +175,12 @@ def test_a_write_retried_after_a_lost_answer_happens_exactly_once(app, tokens, s
     assert [event.event_type for event in services.store.iter_all()] == ["memory.save"]
 
 
-def test_retries_honour_retry_after_and_stop_on_a_client_error():
+def test_retries_honour_retry_after_and_stop_on_a_client_error() -> None:
     answers = [httpx.Response(503, json={"error": "busy"}, headers={"Retry-After": "0"}),
                httpx.Response(200, json={"memories": [], "total": 0})]
     seen: list[httpx.Request] = []
 
-    def handler(request):
+    def handler(request: pytest.FixtureRequest):
         seen.append(request)
         return answers.pop(0) if answers else httpx.Response(400, json={"error": "limit must be an integer"})
 
@@ -190,11 +192,11 @@ def test_retries_honour_retry_after_and_stop_on_a_client_error():
     assert len(seen) == 3  # a 400 is not retried
 
 
-def test_reads_after_a_write_carry_its_position_as_x_min_position():
+def test_reads_after_a_write_carry_its_position_as_x_min_position() -> None:
     seen: list[httpx.Request] = []
     memory = {"memory_id": "m", "name": "n", "content": "c", "created": "t", "updated": "t"}
 
-    def handler(request):
+    def handler(request: pytest.FixtureRequest):
         seen.append(request)
         if request.method == "POST" and request.url.path == "/v1/api/memories":
             return httpx.Response(201, json=memory, headers={"X-Memory-Position": "42"})
@@ -210,14 +212,14 @@ def test_reads_after_a_write_carry_its_position_as_x_min_position():
             assert seen[-1].headers.get("X-Min-Position") == expected
 
 
-def test_the_console_reads_send_as_of_only_when_given():
+def test_the_console_reads_send_as_of_only_when_given() -> None:
     import asyncio
     import datetime as dt
 
     seen: list[httpx.Request] = []
     memory = {"memory_id": "m", "name": "n", "content": "c", "created": "t", "updated": "t", "version": 1}
 
-    def handler(request):
+    def handler(request: pytest.FixtureRequest):
         seen.append(request)
         if request.url.path.endswith("/m"):
             return httpx.Response(200, json=memory, headers={"X-As-Of-Position": "42"})
@@ -255,7 +257,7 @@ def test_the_console_reads_send_as_of_only_when_given():
 
 
 @pytest.mark.postgres
-def test_a_save_then_a_list_finds_it_while_workers_lag(built_postgres, redis_url):
+def test_a_save_then_a_list_finds_it_while_workers_lag(built_postgres: Callable[..., Services], redis_url: str) -> None:
     services = built_postgres(redis_url, write_wait_ms=0)  # the save answers before its projection
     user = services.directory.create_user("alice")
     token = services.directory.create_token(user, ["read", "write"], [])[1]
@@ -274,7 +276,7 @@ def test_a_save_then_a_list_finds_it_while_workers_lag(built_postgres, redis_url
             worker.wait()
 
 
-def test_a_session_runs_the_tool_turns_signals_and_receipts(app, tokens, services):
+def test_a_session_runs_the_tool_turns_signals_and_receipts(app, tokens, services: Services) -> None:
     workstream = services.directory.create_workstream(tokens["user_id"], "ws")
     with MemorydConsole("http://memoryd", token=tokens["admin"], httpx_client=wsgi_client(app)) as console:
         session = console.open_session("interactive", workstream, user_id=tokens["user_id"])
@@ -291,7 +293,7 @@ def test_a_session_runs_the_tool_turns_signals_and_receipts(app, tokens, service
         assert [receipt.turn_id for receipt in console.session_turns(session.session_id).receipts] == ["t1"]
 
 
-def test_a_session_handle_carries_its_token_for_an_mcp_server_or_a_hook(app, tokens, services):
+def test_a_session_handle_carries_its_token_for_an_mcp_server_or_a_hook(app, tokens, services: Services) -> None:
     workstream = services.directory.create_workstream(tokens["user_id"], "ws")
     with MemorydConsole("http://memoryd", token=tokens["admin"], httpx_client=wsgi_client(app)) as console:
         opened = console.open_session("interactive", workstream, user_id=tokens["user_id"])
@@ -301,7 +303,7 @@ def test_a_session_handle_carries_its_token_for_an_mcp_server_or_a_hook(app, tok
         assert console.session(opened.session_id, opened.token).token == opened.token
 
 
-def test_a_turn_and_a_signal_name_the_tools_the_model_sees(app, tokens, services):
+def test_a_turn_and_a_signal_name_the_tools_the_model_sees(app, tokens, services: Services) -> None:
     workstream = services.directory.create_workstream(tokens["user_id"], "ws")
     names = {"search": "memory_search", "list": "memory_list"}
     with MemorydConsole("http://memoryd", token=tokens["admin"], httpx_client=wsgi_client(app)) as console:
@@ -312,7 +314,7 @@ def test_a_turn_and_a_signal_name_the_tools_the_model_sees(app, tokens, services
         assert "memory_search()" in session.signal("resume", tool_names=names)[0].text
 
 
-def test_the_sdk_refuses_a_description_only_where_the_openapi_document_does(app, tokens):
+def test_the_sdk_refuses_a_description_only_where_the_openapi_document_does(app, tokens) -> None:
     """One rule, the server's: its document says a description is not blank and has no maximum length."""
     rule = build_openapi()["components"]["schemas"]["SaveMemoryRequest"]["properties"]["description"]
     assert rule["minLength"] == 1 and "maxLength" not in rule
@@ -322,11 +324,11 @@ def test_the_sdk_refuses_a_description_only_where_the_openapi_document_does(app,
             server.save_memory("blank", "c", description=" \n ")
 
 
-def test_a_turn_makes_one_attempt_bounded_by_its_timeout_and_fails_open():
+def test_a_turn_makes_one_attempt_bounded_by_its_timeout_and_fails_open() -> None:
     """The bound is the request's own timeout and no retry (its wall time is in bench/agents)."""
     seen: list[httpx.Request] = []
 
-    def slow(request):
+    def slow(request: pytest.FixtureRequest) -> None:
         seen.append(request)
         raise httpx.ReadTimeout("memoryd took too long", request=request)
 
@@ -337,7 +339,7 @@ def test_a_turn_makes_one_attempt_bounded_by_its_timeout_and_fails_open():
     assert turn.degraded.startswith("memoryd unavailable") and turn.system_message["content"] == "You code."
 
 
-def test_a_turn_fails_open_when_memoryd_is_down():
+def test_a_turn_fails_open_when_memoryd_is_down() -> None:
     with MemorydServer(f"http://127.0.0.1:{free_port()}", token="t", max_retries=0) as server:
         session = server.session("s", "mds_token")
         turn = session.turn([{"role": "user", "content": "hi"}], system="You code.", timeout=0.5)
@@ -347,7 +349,7 @@ def test_a_turn_fails_open_when_memoryd_is_down():
             session.turn(query="hi", timeout=0.5, fail_open=False)
 
 
-def test_the_async_clients_do_the_same_against_a_live_server(live_server):
+def test_the_async_clients_do_the_same_against_a_live_server(live_server: LiveServer) -> None:
     import asyncio
 
     caller = live_server.caller("async_sdk")
@@ -366,7 +368,7 @@ def test_the_async_clients_do_the_same_against_a_live_server(live_server):
     asyncio.run(scenario())
 
 
-def test_a_turn_fails_open_on_any_server_side_status_but_not_on_a_bad_request():
+def test_a_turn_fails_open_on_any_server_side_status_but_not_on_a_bad_request() -> None:
     answers = iter([httpx.Response(503, json={"error": "the read model has not caught up"}),
                     httpx.Response(500, json={"error": "Memory storage unavailable"}),
                     httpx.Response(400, json={"error": "placement must be one of system, tail, none"})])
