@@ -7,6 +7,8 @@ than rejected, and the list ``total`` counts every match, not the page.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from flask import Flask
 
@@ -92,7 +94,8 @@ def test_the_admin_list_includes_memories_saved_through_the_public_api(admin: Ca
         ("type=bogus", []),
     ],
 )
-def test_the_admin_list_passes_filters_through_to_any_scope(admin: Caller, landscape: None, query, expected) -> None:
+def test_the_admin_list_passes_filters_through_to_any_scope(admin: Caller, landscape: None, query: str,
+                                                            expected: list[Any]) -> None:
     response = admin.get(f"{LIST}?{query}")
     assert response.status_code == 200
     assert names(response) == expected
@@ -107,7 +110,7 @@ def test_the_admin_list_passes_filters_through_to_any_scope(admin: Caller, lands
         ("scope=global&scope_id=u1", "scope_id is not allowed with global scope"),
     ],
 )
-def test_inconsistent_scope_filters_are_rejected(admin: Caller, landscape: None, path, query, message) -> None:
+def test_inconsistent_scope_filters_are_rejected(admin: Caller, landscape: None, path: Any, query: str, message: str) -> None:
     response = admin.get(f"{path}{'&' if '?' in path else '?'}{query}")
     assert response.status_code == 400
     assert response.json == {"error": message}
@@ -124,7 +127,7 @@ def test_inconsistent_scope_filters_are_rejected(admin: Caller, landscape: None,
     ],
 )
 def test_the_admin_list_limit_defaults_to_100_and_is_clamped_while_total_counts_every_match(
-    admin: Caller, services: Services, query, stored, page
+    admin: Caller, services: Services, query: str, stored: int, page: int
 ) -> None:
     for index in range(stored):
         seed(services, f"note_{index:03d}")
@@ -141,7 +144,7 @@ def test_the_admin_list_total_counts_only_rows_matching_the_filters(admin: Calle
 
 
 @pytest.mark.parametrize(("path", "limit"), [(LIST, "abc"), (LIST, "2.5"), (f"{SEARCH}?q=note", "")])
-def test_a_limit_that_is_not_a_whole_number_is_rejected(admin: Caller, path, limit) -> None:
+def test_a_limit_that_is_not_a_whole_number_is_rejected(admin: Caller, path: Any, limit: str) -> None:
     response = admin.get(f"{path}{'&' if '?' in path else '?'}limit={limit}")
     assert response.status_code == 400
     assert response.json == {"error": "limit must be an integer"}
@@ -151,7 +154,7 @@ def test_a_limit_that_is_not_a_whole_number_is_rejected(admin: Caller, path, lim
 
 
 @pytest.mark.parametrize("query", ["", "?q=%20%20", "?type=general"])
-def test_admin_search_needs_a_query(admin: Caller, query) -> None:
+def test_admin_search_needs_a_query(admin: Caller, query: str) -> None:
     response = admin.get(f"{SEARCH}{query}")
     assert response.status_code == 400
     assert response.json == {"error": "q is required"}
@@ -183,7 +186,7 @@ def test_admin_search_for_a_word_nobody_wrote_finds_nothing(admin: Caller, lands
         ("scope=bogus", []),
     ],
 )
-def test_admin_search_applies_the_filters(admin: Caller, landscape: None, query, expected) -> None:
+def test_admin_search_applies_the_filters(admin: Caller, landscape: None, query: str, expected: list[Any]) -> None:
     response = admin.get(f"{SEARCH}?q=content&{query}")
     assert response.status_code == 200
     assert names(response) == expected
@@ -198,8 +201,9 @@ def test_admin_search_applies_the_filters(admin: Caller, landscape: None, query,
         ("&limit=3", 5, 3),
     ],
 )
-def test_the_admin_search_limit_defaults_to_20_and_is_clamped_to_1_through_50(admin: Caller, services: Services, query, stored,
-                                                                              page) -> None:
+def test_the_admin_search_limit_defaults_to_20_and_is_clamped_to_1_through_50(admin: Caller, services: Services, query: str,
+                                                                              stored: int,
+                                                                              page: int) -> None:
     for index in range(stored):
         seed(services, f"match_{index:03d}", content="shared word")
     response = admin.get(f"{SEARCH}?q=shared{query}")
@@ -235,7 +239,7 @@ def test_admin_get_reaches_internal_scopes(admin: Caller, services: Services) ->
 
 
 @pytest.mark.parametrize("memory_id", ["no-such-id", "00000000-0000-4000-8000-000000000000"])
-def test_admin_get_of_an_unknown_id_is_404(admin: Caller, landscape: None, memory_id) -> None:
+def test_admin_get_of_an_unknown_id_is_404(admin: Caller, landscape: None, memory_id: str) -> None:
     response = admin.get(f"{LIST}/{memory_id}")
     assert response.status_code == 404
     assert response.json == {"error": "Memory not found"}
@@ -311,8 +315,8 @@ def test_a_deleted_memory_can_be_saved_again_under_a_new_id(admin: Caller, alice
     ("method", "path"),
     [("GET", LIST), ("GET", f"{SEARCH}?q=content"), ("GET", f"{LIST}/{{id}}"), ("DELETE", f"{LIST}/{{id}}"), ("GET", AUDIT)],
 )
-def test_admin_routes_refuse_a_token_without_the_admin_permission(make_caller: MakeCaller, services: Services, method,
-                                                                  path) -> None:
+def test_admin_routes_refuse_a_token_without_the_admin_permission(make_caller: MakeCaller, services: Services, method: str,
+                                                                  path: Any) -> None:
     memory_id = seed(services, "kept")
     caller = make_caller("read,write")
     response = caller.request(method, path.format(id=memory_id))
@@ -322,7 +326,7 @@ def test_admin_routes_refuse_a_token_without_the_admin_permission(make_caller: M
 
 
 @pytest.mark.parametrize(("method", "path"), [("GET", f"{LIST}/{{id}}"), ("DELETE", f"{LIST}/{{id}}")])
-def test_admin_routes_need_a_token(app: Flask, admin: Caller, services: Services, method, path) -> None:
+def test_admin_routes_need_a_token(app: Flask, admin: Caller, services: Services, method: str, path: str) -> None:
     memory_id = seed(services, "kept")
     response = app.test_client().open(path.format(id=memory_id), method=method)
     assert response.status_code == 401

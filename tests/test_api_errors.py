@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from typing import Any
 
 import pytest
 from flask import Flask
@@ -59,7 +60,8 @@ def assert_error(response, status, message=None) -> None:
     ids=["no-header", "no-header-delete", "no-header-admin", "empty-header", "bearer-without-token", "bearer-blank",
          "wrong-token", "wrong-token-admin", "basic-scheme", "token-scheme", "no-scheme"],
 )
-def test_a_request_without_a_valid_bearer_token_is_401(admin: Caller, services: Services, authorization, method, path) -> None:
+def test_a_request_without_a_valid_bearer_token_is_401(admin: Caller, services: Services, authorization: str | None,
+                                                       method: str, path: Any) -> None:
     headers = {} if authorization is None else {"Authorization": authorization.format(token=admin.token)}
     response = admin.client.open(path, method=method, headers=headers, json=VALID_BODY)
     assert_error(response, 401, UNAUTHORIZED)
@@ -78,7 +80,7 @@ def test_the_bearer_scheme_name_is_case_insensitive(alice: Caller) -> None:
 
 
 @pytest.mark.parametrize(("method", "path"), [("POST", MEMORIES), ("DELETE", f"{MEMORIES}/note")])
-def test_a_read_only_token_may_not_write(make_caller: MakeCaller, services: Services, method, path) -> None:
+def test_a_read_only_token_may_not_write(make_caller: MakeCaller, services: Services, method: str, path: Any) -> None:
     reader = make_caller("read")
     response = reader.request(method, path, json=VALID_BODY)
     assert_error(response, 403, "Forbidden: token lacks 'write' scope")
@@ -98,13 +100,13 @@ def test_a_read_only_token_may_search_and_list(make_caller: MakeCaller, alice: C
 
 
 @pytest.mark.parametrize("path", ["/v1/api/nothing", "/v1/api/admin/memories/a/b", "/v2/api/memories"])
-def test_an_unknown_route_is_a_json_404(alice: Caller, path) -> None:
+def test_an_unknown_route_is_a_json_404(alice: Caller, path: str) -> None:
     assert_error(alice.get(path), 404)
 
 
 @pytest.mark.parametrize(("method", "path"), [
     ("PUT", MEMORIES), ("PUT", SEARCH), ("PATCH", f"{ADMIN}/some-id"), ("DELETE", AUDIT)])
-def test_a_wrong_method_is_a_json_405(alice: Caller, method, path) -> None:
+def test_a_wrong_method_is_a_json_405(alice: Caller, method: str, path: Any) -> None:
     assert_error(alice.request(method, path), 405)
 
 
@@ -117,7 +119,7 @@ def test_get_on_the_search_path_is_the_get_of_a_memory_named_search(alice: Calle
 
 @pytest.mark.parametrize(("method", "path", "allowed"), [("PUT", MEMORIES, {"GET", "POST"}),
                                                          ("PATCH", f"{MEMORIES}/some_name", {"GET", "DELETE"})])
-def test_a_405_lists_the_methods_the_route_allows(alice: Caller, method, path, allowed) -> None:
+def test_a_405_lists_the_methods_the_route_allows(alice: Caller, method: str, path: Any, allowed: Any) -> None:
     response = alice.request(method, path)
     assert response.status_code == 405
     assert allowed <= {item.strip() for item in response.headers.get("Allow", "").split(",")}
@@ -140,7 +142,8 @@ def test_a_405_lists_the_methods_the_route_allows(alice: Caller, method, path, a
         (MEMORIES, b"null", "Request body must be a JSON object"),
     ],
 )
-def test_a_body_that_is_not_a_json_object_is_rejected(alice: Caller, services: Services, path, data, message) -> None:
+def test_a_body_that_is_not_a_json_object_is_rejected(alice: Caller, services: Services, path: Any, data: bytes,
+                                                      message: str) -> None:
     response = alice.post(path, data=data, content_type="application/json")
     assert_error(response, 400, message)
     assert services.store.head_position() == 0
@@ -155,7 +158,7 @@ def small_app_caller(services: Services, alice: Caller):
 
 
 @pytest.mark.parametrize("path", [MEMORIES, SEARCH])
-def test_a_body_over_the_configured_maximum_is_413(small_app_caller, services: Services, path) -> None:
+def test_a_body_over_the_configured_maximum_is_413(small_app_caller, services: Services, path: Any) -> None:
     response = small_app_caller.post(path, json=VALID_BODY | {"query": "x", "content": "x" * 3000})
     assert_error(response, 413)
     assert "2048" in response.json["error"]
@@ -191,7 +194,8 @@ def drop(services: Services, table) -> None:
         ("events", "GET", AUDIT, None),
     ],
 )
-def test_a_storage_failure_is_a_500_never_a_false_404(admin: Caller, services: Services, table, method, path, body) -> None:
+def test_a_storage_failure_is_a_500_never_a_false_404(admin: Caller, services: Services, table: str, method: str, path: Any,
+                                                      body: Any) -> None:
     memory_id = admin.save("note").json["memory_id"]
     drop(services, table)
     response = admin.request(method, path.format(id=memory_id), json=body)
@@ -226,7 +230,8 @@ def test_a_save_that_reached_the_log_is_not_reported_as_failed_when_the_read_mod
     [("GET", MEMORIES, True, 200), ("GET", MEMORIES, False, 401), ("GET", "/v1/api/nothing", True, 404),
      ("PUT", MEMORIES, True, 405), ("POST", MEMORIES, True, 400)],
 )
-def test_the_request_id_the_client_sent_is_echoed_on_every_response(alice: Caller, method, path, authorized, status) -> None:
+def test_the_request_id_the_client_sent_is_echoed_on_every_response(alice: Caller, method: str, path: Any, authorized: bool,
+                                                                    status: int) -> None:
     headers = {"X-Request-Id": "trace-42"} | ({"Authorization": f"Bearer {alice.token}"} if authorized else {})
     response = alice.client.open(path, method=method, headers=headers, data=b"[]")
     assert response.status_code == status
@@ -334,7 +339,7 @@ def test_the_openapi_request_schemas_name_every_field(openapi) -> None:
         (AUDIT, "get", {"action", "actor", "memory_id", "project_id", "after", "limit"}, set()),
     ],
 )
-def test_the_openapi_document_names_every_parameter(openapi, path, method, parameters, required) -> None:
+def test_the_openapi_document_names_every_parameter(openapi, path: Any, method: str, parameters: Any, required: Any) -> None:
     documented = [parameter for parameter in openapi["paths"][path][method]["parameters"] if parameter["in"] != "header"]
     assert {parameter["name"] for parameter in documented} == parameters
     assert {parameter["name"] for parameter in documented if parameter.get("required")} == required
@@ -352,7 +357,7 @@ def test_the_openapi_document_names_every_parameter(openapi, path, method, param
         (AUDIT, "get", {"records", "next_after"}),
     ],
 )
-def test_the_openapi_response_schemas_name_every_field(openapi, path, method, fields) -> None:
+def test_the_openapi_response_schemas_name_every_field(openapi, path: Any, method: str, fields: Any) -> None:
     operation = openapi["paths"][path][method]
     schema = resolve(openapi, operation["responses"]["200"]["content"]["application/json"]["schema"])
     assert fields <= set(schema["properties"])

@@ -75,7 +75,7 @@ OPERATIONS = st.lists(st.tuples(st.sampled_from(["save", "delete"]), st.sampled_
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(operations=OPERATIONS)
-def test_as_of_every_position_lists_what_the_live_list_said_then(admin: Caller, any_services: Services, operations) -> None:
+def test_as_of_every_position_lists_what_the_live_list_said_then(admin: Caller, any_services: Services, operations: Any) -> None:
     for memory in admin.get(f"{ADMIN}?limit=200").get_json()["memories"]:  # a fresh store for each example
         admin.delete(f"{ADMIN}/{memory['memory_id']}")
     seen = []
@@ -106,7 +106,7 @@ def _listed(answer: Any) -> tuple[int, list[tuple[str, str, str, int]]]:
     ("9999-12-31T23:59:59-01:00", "as_of must be a log position or an ISO 8601 time"),
     ("9" * 5000, "as_of must be a log position or an ISO 8601 time"),
 ])
-def test_a_bad_as_of_is_a_400(admin: Caller, any_services: Services, as_of, message) -> None:
+def test_a_bad_as_of_is_a_400(admin: Caller, any_services: Services, as_of: str, message: str) -> None:
     _save(any_services, "note", "c")
     for path in (f"{ADMIN}?as_of={as_of}", f"{ADMIN}/search?q=c&as_of={as_of}", f"{ADMIN}/anything?as_of={as_of}"):
         answer = admin.get(path)

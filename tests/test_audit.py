@@ -8,6 +8,7 @@ failed mutations leave none.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
@@ -111,8 +112,9 @@ def test_reads_are_never_audited(admin: Caller, alice: Caller) -> None:
          {"name": "x", "content": "y", "description": "d", "scope": "user", "scope_id": "someone"}, 403),
     ],
 )
-def test_a_failed_mutation_leaves_no_audit_record_and_nothing_in_the_log(admin: Caller, services: Services, method, path, body,
-                                                                         status) -> None:
+def test_a_failed_mutation_leaves_no_audit_record_and_nothing_in_the_log(admin: Caller, services: Services, method: str,
+                                                                         path: str, body: dict[str, Any] | None,
+                                                                         status: int) -> None:
     admin.save("kept")
     head = services.store.head_position()
     assert admin.request(method, path, json=body).status_code == status
@@ -128,7 +130,7 @@ def test_a_write_refused_for_lack_of_scope_leaves_no_audit_record(admin: Caller,
 
 @pytest.mark.parametrize("surface", ["rest", "admin"])
 def test_the_delete_record_carries_the_row_the_client_was_told_was_deleted(admin: Caller, alice: Caller, services: Services,
-                                                                           surface) -> None:
+                                                                           surface: str) -> None:
     alice.save("Runbook", content="first", description="v1")
     latest = alice.save("runbook", content="second", description="v2", type="reference").json
     if surface == "rest":
@@ -188,7 +190,7 @@ def history(any_make_caller: MakeCaller):
         ("actor={bob}&action=memory.delete", []),
     ],
 )
-def test_audit_records_can_be_filtered_by_action_actor_and_memory(history, query, expected) -> None:
+def test_audit_records_can_be_filtered_by_action_actor_and_memory(history, query: str, expected: list[Any]) -> None:
     ids = {"alice": history["alice"].user_id, "bob": history["bob"].user_id, "admin": history["admin"].user_id,
            "alice_note": history["alice_note"], "bob_note": history["bob_note"]}
     found = records(history["admin"], "?" + query.format(**ids))
@@ -229,7 +231,7 @@ def test_audit_defaults_to_at_most_100_records(admin: Caller, alice: Caller) -> 
         ("limit=abc", "limit must be an integer"),
     ],
 )
-def test_invalid_audit_queries_are_rejected(admin: Caller, query, mentions) -> None:
+def test_invalid_audit_queries_are_rejected(admin: Caller, query: str, mentions: str) -> None:
     response = admin.get(f"{AUDIT}?{query}")
     assert response.status_code == 400
     assert list(response.json) == ["error"]

@@ -81,7 +81,7 @@ def test_a_payload_changed_with_its_digest_breaks_the_hash_there(any_services: S
 
 
 @pytest.mark.parametrize("which", ["middle", "newest"])
-def test_a_deleted_event_is_named_as_missing(any_services: Services, which) -> None:
+def test_a_deleted_event_is_named_as_missing(any_services: Services, which: str) -> None:
     positions = _a_log(any_services)
     gone = positions[2] if which == "middle" else positions[-1]
     with any_services.database.write() as conn:
@@ -149,7 +149,7 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**53, 2**53) | TEX
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(payload=st.dictionaries(TEXT, JSON, max_size=4))
-def test_whatever_a_payload_holds_its_digest_survives_the_database_round_trip(any_services: Services, payload) -> None:
+def test_whatever_a_payload_holds_its_digest_survives_the_database_round_trip(any_services: Services, payload: Any) -> None:
     """JSONB reorders keys and re-renders text; the canonical bytes must not depend on it."""
     any_services.store.append_rows([dict(stream_id=f"test:{uuid.uuid4()}", stream_version=1,
                                          event_type="test.event", schema_version=1, payload=payload,

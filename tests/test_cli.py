@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import urllib.request
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -52,7 +53,7 @@ def test_create_commands_print_the_new_id_or_token_on_their_last_line(run, sqlit
     (("tokens", "create", "--user", "x", "--scopes", "admin"), "scopes must be some of read, write, service"),
     (("workstreams", "create", "--owner", "nobody"), "user not found: nobody"),
 ])
-def test_bad_input_exits_non_zero_with_a_one_line_reason(run, args, message) -> None:
+def test_bad_input_exits_non_zero_with_a_one_line_reason(run, args: Any, message: str) -> None:
     result = run(*args)
     assert result.exit_code == 1
     assert message in result.output

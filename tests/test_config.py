@@ -62,7 +62,7 @@ def test_the_default_database_follows_xdg_data_home() -> None:
     ("[memory]\nrelevance = 3", "memory.relevance"),
     ("[cache]\nsize = 3", "cache"),
 ])
-def test_an_invalid_value_stops_start_up_naming_the_key(tmp_path: Path, text, key) -> None:
+def test_an_invalid_value_stops_start_up_naming_the_key(tmp_path: Path, text: str, key: str) -> None:
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         load_config(_write(tmp_path, text), environ={})
 

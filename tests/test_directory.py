@@ -6,6 +6,8 @@ vocabulary, and each scope implies the weaker ones (read < write < service).
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from sqlalchemy import select
 
@@ -32,7 +34,7 @@ def stored_tokens(services: Services):
 
 
 @pytest.mark.parametrize("chosen", [None, "operator-chosen-secret-value"])
-def test_the_tokens_table_never_holds_the_clear_token(services: Services, directory, user, chosen) -> None:
+def test_the_tokens_table_never_holds_the_clear_token(services: Services, directory, user, chosen: str | None) -> None:
     token_id, clear = directory.create_token(user, ["read", "write"], ["admin.memories"], value=chosen)
     if chosen:
         assert clear == chosen
@@ -58,7 +60,7 @@ def test_authenticating_a_token_yields_its_user_scopes_and_permissions(directory
 
 
 @pytest.mark.parametrize("presented", ["", "mdt_unknown", "{token}x", "{token_without_last}", " {token}", "{token_upper}"])
-def test_authenticate_returns_none_for_a_token_it_did_not_issue(directory, user, presented) -> None:
+def test_authenticate_returns_none_for_a_token_it_did_not_issue(directory, user, presented: str) -> None:
     _, clear = directory.create_token(user, ["service"], ["admin.memories"])
     value = presented.format(token=clear, token_without_last=clear[:-1], token_upper=clear.upper())
     assert directory.authenticate(value) is None
@@ -75,9 +77,9 @@ def test_authenticate_returns_none_for_a_token_it_did_not_issue(directory, user,
         (["read"], ["memories"], "memories"),
     ],
 )
-def test_an_unknown_scope_or_permission_is_rejected_and_nothing_is_stored(services: Services, directory, user, scopes,
-                                                                          permissions,
-                                                                          mentions) -> None:
+def test_an_unknown_scope_or_permission_is_rejected_and_nothing_is_stored(services: Services, directory, user, scopes: list[Any],
+                                                                          permissions: list[Any],
+                                                                          mentions: str) -> None:
     with pytest.raises(ValidationError) as raised:
         directory.create_token(user, scopes, permissions)
     assert mentions in raised.value.message
@@ -99,7 +101,7 @@ def test_a_token_for_an_unknown_user_is_refused(services: Services, directory) -
         ({"read", "write"}, {"read", "write"}, {"service"}),
     ],
 )
-def test_each_scope_implies_the_weaker_ones(directory, user, held, allowed, refused) -> None:
+def test_each_scope_implies_the_weaker_ones(directory, user, held: Any, allowed: Any, refused: Any) -> None:
     _, clear = directory.create_token(user, sorted(held), [])
     principal = directory.authenticate(clear)
     assert {scope for scope in ("read", "write", "service") if principal.has_scope(scope)} == allowed
@@ -114,7 +116,7 @@ def test_a_permission_is_only_held_when_granted(directory, user) -> None:
 
 
 @pytest.mark.parametrize(("scopes", "status"), [("read", 403), ("write", 201), ("service", 201)])
-def test_the_scope_hierarchy_holds_over_http(make_caller: MakeCaller, scopes, status) -> None:
+def test_the_scope_hierarchy_holds_over_http(make_caller: MakeCaller, scopes: str, status: int) -> None:
     caller = make_caller(scopes)
     assert caller.get("/v1/api/memories").status_code == 200
     assert caller.save("note").status_code == status

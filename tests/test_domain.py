@@ -1,6 +1,7 @@
 """Properties of the domain rules that every surface shares."""
 
 import uuid
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -69,7 +70,7 @@ TYPES_OR_UNSET = st.sampled_from(["user", "general", "feedback", "reference", No
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=40)
 @given(types=st.lists(TYPES_OR_UNSET, min_size=1, max_size=6))
-def test_a_memory_keeps_the_last_explicit_type_it_was_saved_with_or_general(services: Services, types) -> None:
+def test_a_memory_keeps_the_last_explicit_type_it_was_saved_with_or_general(services: Services, types: Any) -> None:
     deps = Dependencies(store=services.store, locator=MemoryLocator(services.database), users=services.directory)
     name = f"typed_{uuid.uuid4().hex}"  # every example writes its own memory
     saved = [

@@ -202,7 +202,7 @@ def test_a_deferred_write_goes_with_a_rollback_or_a_rolled_back_savepoint(databa
 
 
 @pytest.mark.parametrize("sent_by", ["driver statement", "core statement", "commit", "end of savepoint"])
-def test_a_deferred_write_that_fails_raises_as_its_deferrer_named_it_wherever_it_is_sent(database_url: str, sent_by) -> None:
+def test_a_deferred_write_that_fails_raises_as_its_deferrer_named_it_wherever_it_is_sent(database_url: str, sent_by: str) -> None:
     with _events_in(database_url, 1) as services:
         database = services.database
         copy = _a_copy_of_the_event(services)
@@ -252,7 +252,7 @@ def test_a_deferred_write_needs_a_transaction_to_go_with(database_url: str) -> N
 
 @pytest.mark.postgres
 @pytest.mark.parametrize("sent_by", ["commit", "a statement inside the failing_as"])
-def test_a_deferred_write_cut_off_by_a_lost_connection_keeps_the_connections_error(postgres_url: str, sent_by) -> None:
+def test_a_deferred_write_cut_off_by_a_lost_connection_keeps_the_connections_error(postgres_url: str, sent_by: str) -> None:
     """Whether a commit sent with it happened is unknown: its deferrer's name (a lost race, a projection to
     run again) would be a guess."""
     with _events_in(postgres_url, 1) as services:

@@ -150,7 +150,8 @@ def test_nothing_of_it_is_left_in_the_database_s_bytes(erasable: tuple[Caller, C
     ({"memory_id": "no-such-memory", "reason": "r"}, 404, "nothing to erase"),
 ])
 def test_a_bad_or_empty_erasure_request_erases_nothing(erasable: tuple[Caller, Caller, Caller, list[str]],
-                                                       any_services: Services, body, status, message) -> None:
+                                                       any_services: Services, body: dict[str, Any], status: int,
+                                                       message: str) -> None:
     admin = erasable[0]
     head = any_services.store.head_position()
     answer = admin.post(ERASURES, json=body)

@@ -55,7 +55,7 @@ def test_the_feed_pages_through_the_log_as_stored(admin: Caller, services: Servi
 
 
 @pytest.mark.parametrize("query", ["limit=0", "limit=1001", "after=-1", "after=x"])
-def test_a_bad_page_is_a_400(admin: Caller, query) -> None:
+def test_a_bad_page_is_a_400(admin: Caller, query: str) -> None:
     answer = admin.get(f"/v1/api/admin/events?{query}")
     assert answer.status_code == 400 and "error" in answer.get_json()
 
@@ -116,7 +116,7 @@ HEADER = '{"memoryd_events": 1, "chain_format": 1, "head": {"position": 1, "hash
     (HEADER + "not json\n", "line 2 is not JSON"),
     (HEADER + '{"position": 1}\n', "line 2: an event has exactly the fields"),
 ])
-def test_a_file_that_is_no_export_is_refused_with_its_line(sqlite_url: str, tmp_path: Path, text, message) -> None:
+def test_a_file_that_is_no_export_is_refused_with_its_line(sqlite_url: str, tmp_path: Path, text: Any, message: str) -> None:
     source = tmp_path / "bad.jsonl"
     source.write_text(text)
     copy = make_services(sqlite_url)

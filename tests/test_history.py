@@ -7,7 +7,7 @@ shown as the projections applied it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -123,7 +123,7 @@ def test_a_deleted_memory_comes_back_under_its_own_id_unless_its_name_holds_anot
     (2, 400, "is the memory's delete"), (9, 404, "has no version 9"), (0, 400, "version must be 1 or more"),
     ("two", 400, "version must be an integer"), (None, 400, "version must be an integer")])
 def test_a_restore_of_a_delete_a_missing_or_a_bad_version_writes_nothing(any_make_caller: MakeCaller, any_services: Services,
-                                                                         version, status, message) -> None:
+                                                                         version: Any, status: int, message: str) -> None:
     alice, admin = any_make_caller(), any_make_caller("read,write", ("admin.memories",))
     memory_id = alice.save("deploy_steps", "first").get_json()["memory_id"]
     alice.delete(f"{MEMORIES}/deploy_steps")

@@ -7,6 +7,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from flask import Flask
@@ -113,7 +114,7 @@ def test_an_expired_token_is_refused_naming_why(admin: Caller, alice: Caller, se
     ({"expires_in_days": 0}, "expires_in_days"),
     ({"scopes": ["root"]}, "scopes"),
 ])
-def test_a_token_request_that_cannot_be_met_is_a_400(admin: Caller, alice: Caller, body, message) -> None:
+def test_a_token_request_that_cannot_be_met_is_a_400(admin: Caller, alice: Caller, body: dict[str, Any], message: str) -> None:
     response = admin.post(TOKENS, json={"user_id": alice.user_id, "scopes": ["read"], **body})
     assert response.status_code == 400 and message in response.json["error"]
 

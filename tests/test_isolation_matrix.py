@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from typing import Any
 
 import pytest
 from flask import Flask
@@ -89,7 +90,7 @@ WORLDS = list(itertools.product(rules.KINDS, rules.SETUPS, rules.USERS))
 
 
 @pytest.mark.parametrize(("kind", "setup", "user"), WORLDS, ids=["-".join(world) for world in WORLDS])
-def test_every_cell_of_the_matrix_holds_over_http(services: Services, app: Flask, kind, setup, user) -> None:
+def test_every_cell_of_the_matrix_holds_over_http(services: Services, app: Flask, kind: Any, setup: Any, user: Any) -> None:
     if kind != "interactive" and user == "anonymous":
         assert rules.expected(kind, "get", "inherited", setup, user) == "n/a"
         with pytest.raises(ValidationError, match="require an authenticated user_id"):

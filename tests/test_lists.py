@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -119,7 +120,8 @@ ENVELOPES = {(False, True): ("global", "user"), (False, True, True, True): ("glo
 
 @pytest.mark.parametrize("typed", [False, True])
 @pytest.mark.parametrize("shape", list(ENVELOPES))
-def test_a_page_of_several_patterns_is_one_statement_of_index_reads_merged(any_services: Services, shape, typed) -> None:
+def test_a_page_of_several_patterns_is_one_statement_of_index_reads_merged(any_services: Services, shape: Any,
+                                                                           typed: bool) -> None:
     """Several patterns are one statement, each pattern an index read of at most ``limit`` rows in the page's
     order, merged: PostgreSQL merges the ordered reads (``Merge Append``, no sort); SQLite sorts only each
     read's own rows (a temporary B-tree over a subquery's output, never over the table)."""

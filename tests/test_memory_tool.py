@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.helpers import PROJECTS, Caller, MakeCaller, World
@@ -121,7 +123,7 @@ def test_limits_are_capped_not_rejected_and_content_follows_max_content(world: W
     ({"action": "save", "name": "n", "content": "c", "description": "d", "scope": "project"},
      "this workstream is not attached to a project; project-scoped memory cannot be changed."),
 ])
-def test_refusals_are_ok_false_with_an_error_the_model_can_act_on(world: World, arguments, error) -> None:
+def test_refusals_are_ok_false_with_an_error_the_model_can_act_on(world: World, arguments: dict[str, Any], error: str) -> None:
     tool = world.session(world.workstream(world.owner), world.owner)
     result = tool(**arguments)
     assert result["ok"] is False and result["error"].startswith(error) and result["text"].startswith("Error: ")

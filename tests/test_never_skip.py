@@ -98,7 +98,7 @@ def _tail_while_writing(url: str, store_class: type[EventStore], seed: int) -> t
 
 
 @pytest.mark.parametrize("run", range(RUNS))
-def test_a_tailing_projector_never_skips_an_event_with_eight_slow_writers(postgres_url: str, run) -> None:
+def test_a_tailing_projector_never_skips_an_event_with_eight_slow_writers(postgres_url: str, run: Any) -> None:
     make_services(postgres_url).database.dispose()
     seen, committed = _tail_while_writing(postgres_url, EventStore, seed=run)
     assert len(committed) == EVENTS_PER_RUN

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -36,22 +37,22 @@ NOT_COMPLETIONS = [
 
 
 @pytest.mark.parametrize("message", CORRECTIONS)
-def test_corrections_are_recognised(message) -> None:
+def test_corrections_are_recognised(message: Any) -> None:
     assert is_correction(message)
 
 
 @pytest.mark.parametrize("message", NOT_CORRECTIONS)
-def test_ordinary_messages_are_not_corrections(message) -> None:
+def test_ordinary_messages_are_not_corrections(message: Any) -> None:
     assert not is_correction(message)
 
 
 @pytest.mark.parametrize("message", COMPLETIONS)
-def test_completions_are_recognised(message) -> None:
+def test_completions_are_recognised(message: Any) -> None:
     assert is_completion(message)
 
 
 @pytest.mark.parametrize("message", NOT_COMPLETIONS)
-def test_acknowledgements_with_a_follow_up_are_not_completions(message) -> None:
+def test_acknowledgements_with_a_follow_up_are_not_completions(message: Any) -> None:
     assert not is_completion(message)
 
 
@@ -129,7 +130,7 @@ def test_signals_resume_denial_and_tool_error_with_their_gates(world: World, age
     ({"event": "tool_results", "results": [{"error": "yes"}]}, "results[0].error"),
     ({"event": "tool_results", "results": [{"tool": 3}]}, "results[0].tool"),
 ])
-def test_a_bad_signal_is_a_400_naming_the_field(agent, body, named) -> None:
+def test_a_bad_signal_is_a_400_naming_the_field(agent, body: dict[str, Any], named: str) -> None:
     response = agent.signal(body)
     assert response.status_code == 400 and named in response.json["error"], response.json
 

@@ -80,7 +80,7 @@ def test_a_stored_snapshot_that_is_not_the_log_s_is_caught(any_services: Service
 
 
 @pytest.mark.parametrize("damage", ["corrupt", "another log"])
-def test_a_stored_snapshot_that_fails_its_checks_is_reported_not_compared(any_services: Services, damage) -> None:
+def test_a_stored_snapshot_that_fails_its_checks_is_reported_not_compared(any_services: Services, damage: str) -> None:
     _history(any_services)
     head = any_services.store.head_position()
     index = any_services.search.replayed(head)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from memoryd.app.services import Services
@@ -58,9 +60,10 @@ def test_archiving_and_reactivating_are_events_and_repeating_them_changes_nothin
     ("PUT", "/members/{owner}", {"access": "read"}, 400, "the project's owner always has write access"),
     ("DELETE", "/members/{user}", None, 404, "is not a member of project"),
 ])
-def test_bad_membership_changes_are_refused_and_write_nothing(admin: Caller, services: Services, project, method, suffix, body,
-                                                              status,
-                                                               message) -> None:
+def test_bad_membership_changes_are_refused_and_write_nothing(admin: Caller, services: Services, project, method: str,
+                                                              suffix: str, body: dict[str, Any] | None,
+                                                              status: int,
+                                                               message: str) -> None:
     user = services.directory.create_user("someone")
     path = f"{PROJECTS}/{project['project_id']}" + suffix.format(user=user, owner=project["owner"])
     response = admin.request(method, path, json=body)
@@ -73,7 +76,7 @@ def test_bad_membership_changes_are_refused_and_write_nothing(admin: Caller, ser
     ({"name": "  ", "owner": "x"}, 400, "name is required"),
     ({"owner": "x"}, 400, "name is required"),
 ])
-def test_a_project_needs_a_name_and_an_existing_owner(admin: Caller, body, status, message) -> None:
+def test_a_project_needs_a_name_and_an_existing_owner(admin: Caller, body: dict[str, Any], status: int, message: str) -> None:
     response = admin.post(PROJECTS, json=body)
     assert response.status_code == status and message in response.json["error"]
 

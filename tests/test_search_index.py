@@ -7,6 +7,7 @@ import math
 import random
 import sys
 import threading
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -68,7 +69,7 @@ queries = st.lists(st.sampled_from(WORDS + ["absent"]), min_size=1, max_size=12)
 
 @settings(max_examples=150, deadline=None)
 @given(corpus=corpora, query=queries, limit=st.integers(1, 50))
-def test_scores_and_top_k_equal_rank_bm25_with_lucene_idf(corpus, query, limit) -> None:
+def test_scores_and_top_k_equal_rank_bm25_with_lucene_idf(corpus: Any, query: Any, limit: Any) -> None:
     memories = [memory(f"m{i}", text) for i, text in enumerate(corpus)]
     expected = oracle(memories, query)
     index = index_of(memories)
@@ -85,7 +86,7 @@ def test_scores_and_top_k_equal_rank_bm25_with_lucene_idf(corpus, query, limit) 
 
 @settings(max_examples=60, deadline=None)
 @given(mine=corpora, others=corpora, query=queries)
-def test_memories_the_caller_cannot_see_change_none_of_the_callers_scores(mine, others, query) -> None:
+def test_memories_the_caller_cannot_see_change_none_of_the_callers_scores(mine: Any, others: Any, query: Any) -> None:
     own = [memory(f"m{i}", text, "user", "alice") for i, text in enumerate(mine)]
     foreign = [memory(f"o{i}", text, "user", "bob") for i, text in enumerate(others)]
     alone, crowded = index_of(own), index_of(own + foreign)
@@ -203,7 +204,7 @@ def test_a_rebuild_while_writes_continue_swaps_in_with_no_failed_or_empty_reads(
 # -- the segment machinery: tiny thresholds so a short run freezes and merges many times -----------
 
 @pytest.mark.parametrize("pack_limit", [1 << 47, 0], ids=["packed-sort", "argsort"])
-def test_background_merges_with_writes_landing_mid_merge_match_a_fresh_index(pack_limit) -> None:
+def test_background_merges_with_writes_landing_mid_merge_match_a_fresh_index(pack_limit: Any) -> None:
     rng = random.Random(11)
     index, live = tiny_segments(pack_limit), {}
     for step in range(2_500):
@@ -266,7 +267,7 @@ def test_a_snapshot_from_another_index_version_is_refused_and_the_log_rebuilds_i
 
 @pytest.mark.parametrize("gathering", [FLAT, TERM_BY_TERM], ids=["flat", "term-by-term"])
 @pytest.mark.parametrize("removals", [6, 900], ids=["few-tombstones-score-zero", "many-tombstones-filtered"])
-def test_tombstones_in_a_big_segment_score_exactly_as_a_fresh_index(removals, gathering) -> None:
+def test_tombstones_in_a_big_segment_score_exactly_as_a_fresh_index(removals: int, gathering: Any) -> None:
     rng = random.Random(removals)
     live = {}
     for number in range(2_000):
@@ -308,7 +309,8 @@ zipf_words = st.floats(0, 1, exclude_max=True).map(zipf_word)
                       min_size=20, max_size=120),
        query=st.lists(zipf_words, min_size=1, max_size=10).map(" ".join), limit=st.integers(1, 12),
        caller=st.sampled_from(CALLERS), seed=st.integers(0, 1_000))
-def test_pruned_search_answers_exactly_as_scoring_every_posting(texts, query, limit, caller, seed) -> None:
+def test_pruned_search_answers_exactly_as_scoring_every_posting(texts: Any, query: Any, limit: Any, caller: Any,
+                                                                seed: Any) -> None:
     rng = random.Random(seed)
     memories = [memory(f"m{number}", text, *rng.choice(SPACES), rng.choice(["user", "general", "feedback"]),
                        updated=f"2026-01-01T00:00:0{rng.randrange(3)}")  # many ties at the cut

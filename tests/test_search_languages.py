@@ -50,7 +50,7 @@ def found(caller: Caller, query: str) -> list[str]:
     ("spanish", "Los niños estaban corriendo por las calles del pueblo", "niño calle"),
 ])
 def test_a_memory_is_found_by_another_form_of_its_words_in_its_language(speaking: Callable[[str], tuple[Services, Caller]],
-                                                                        language, content, query) -> None:
+                                                                        language: str, content: str, query: str) -> None:
     _, caller = speaking(language)
     assert caller.save("note", content).status_code == 201
     assert caller.save("other", "nothing of the kind").status_code == 201
@@ -69,7 +69,7 @@ def test_the_stemmer_is_the_languages_own(speaking: Callable[[str], tuple[Servic
     ("서울에 있는 사무실로 이사했어요", "서울 사무실"),
 ])
 def test_a_few_characters_of_text_written_without_spaces_find_their_memory(speaking: Callable[[str], tuple[Services, Caller]],
-                                                                           content, query) -> None:
+                                                                           content: str, query: str) -> None:
     _, caller = speaking("english")  # every language splits those scripts into bigrams
     caller.save("note", content)
     caller.save("other", "天气很好")

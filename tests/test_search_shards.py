@@ -13,6 +13,7 @@ import dataclasses
 import random
 import zlib
 from collections.abc import Sequence
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -98,7 +99,7 @@ def test_every_shard_holds_some_of_the_namespaces() -> None:
 
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 10_000))
-def test_four_shards_through_the_fan_out_give_one_indexs_top_k_and_scores(seed) -> None:
+def test_four_shards_through_the_fan_out_give_one_indexs_top_k_and_scores(seed: Any) -> None:
     whole, shards, updated = corpus(seed)
     assert all(shard.shape().segments >= 2 for shard in shards if len(shard))
     rng = random.Random(seed)

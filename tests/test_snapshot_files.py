@@ -89,7 +89,7 @@ def test_a_mapped_index_takes_new_writes_and_a_newer_snapshot_replaces_the_file(
 
 
 @pytest.mark.parametrize("damage", ["a flipped byte", "truncated", "another format", "not a snapshot"])
-def test_a_damaged_file_is_refused_removed_and_written_again_from_the_database(stored: Services, damage,
+def test_a_damaged_file_is_refused_removed_and_written_again_from_the_database(stored: Services, damage: str,
                                                                                caplog: pytest.LogCaptureFixture) -> None:
     expected = _restarted(stored).search.search(EVERYTHING, "rollback canary", 5)
     [path] = _files(stored)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from flask import Flask
 
@@ -58,7 +60,7 @@ def test_a_retry_with_other_tool_names_is_another_request(agent) -> None:
     ({"search": ""}, "tool_names.search"), ({"search": "memory search"}, "tool_names.search"),
     ({"search": 3}, "tool_names.search"),
 ])
-def test_bad_tool_names_are_a_400_naming_the_field(agent, tool_names, named) -> None:
+def test_bad_tool_names_are_a_400_naming_the_field(agent, tool_names: Any, named: str) -> None:
     for response in (agent.post_turn({"query": "x", "tool_names": tool_names}),
                      agent.signal({"event": "resume", "tool_names": tool_names})):
         assert response.status_code == 400 and named in response.json["error"], response.json

@@ -70,7 +70,8 @@ def test_import_appends_save_events_and_export_writes_them_back(run, sqlite_url:
     ('{"name": "x", "content": "c", "description": "d", "scope": "user"}', "line 2: scope_id is required"),
     ('{"name": "x", "content": "c", "description": "d", "type": "fact"}', "line 2: invalid type: fact"),
 ])
-def test_an_invalid_line_stops_the_import_before_anything_is_written(run, sqlite_url: str, tmp_path: Path, line, message) -> None:
+def test_an_invalid_line_stops_the_import_before_anything_is_written(run, sqlite_url: str, tmp_path: Path, line: str,
+                                                                     message: str) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_text(json.dumps(RECORDS[0]) + "\n" + line + "\n")
     result = run("memories", "import", str(path))

@@ -10,6 +10,7 @@ the persona lever, live access and bad requests.
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import pytest
 
@@ -273,7 +274,7 @@ def test_max_chars_drops_whole_memories_lowest_score_first(agent) -> None:
     ({"min_position": 10**9}, "beyond the head"),
     ({"surprise": 1}, "surprise"),
 ])
-def test_a_bad_turn_body_is_a_400_naming_the_field(agent, body, named) -> None:
+def test_a_bad_turn_body_is_a_400_naming_the_field(agent, body: dict[str, Any], named: str) -> None:
     response = agent.post_turn(body)
     assert response.status_code == 400 and named in response.json["error"], response.json
 
@@ -289,7 +290,7 @@ def test_the_transport_errors_of_the_session_routes(world: World, agent) -> None
 
 @pytest.mark.parametrize("failing", ["catching up", "ranking"])
 def test_a_failure_inside_retrieval_degrades_to_an_empty_block_never_a_500(agent, services: Services,
-                                                                           monkeypatch: pytest.MonkeyPatch, failing) -> None:
+                                                                           monkeypatch: pytest.MonkeyPatch, failing: str) -> None:
     agent.save("deploy_process", "deploy with buildkite")
 
     def broken(*args, **kwargs) -> None:

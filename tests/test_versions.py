@@ -89,7 +89,7 @@ def test_the_admin_api_gives_etags_and_honours_if_match_on_delete(alice: Caller,
 
 
 @pytest.mark.parametrize("header", ['W/"1"', "*", "1", '"1", "2"', '"one"', '""'])
-def test_an_if_match_memoryd_did_not_give_is_a_400_naming_the_form(alice: Caller, services: Services, header) -> None:
+def test_an_if_match_memoryd_did_not_give_is_a_400_naming_the_form(alice: Caller, services: Services, header: str) -> None:
     alice.save("deploy_steps", "one")
     head = services.store.head_position()
     answer = alice.post(MEMORIES, json={"name": "deploy_steps", "content": "two", "description": "d"},
@@ -109,7 +109,7 @@ def test_one_idempotency_key_with_another_if_match_is_another_request(alice: Cal
 
 
 @pytest.mark.parametrize("writers", [2, 8])
-def test_of_racing_conditional_writes_at_one_version_exactly_one_wins(any_services: Services, writers) -> None:
+def test_of_racing_conditional_writes_at_one_version_exactly_one_wins(any_services: Services, writers: int) -> None:
     any_services.bus.handle(SaveMemory("contested", "v1", "d", None, GLOBAL), EventMetadata())
     start = threading.Barrier(writers)
     results: list[str] = []

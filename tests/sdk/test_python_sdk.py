@@ -70,7 +70,7 @@ def parameters(function: Any) -> list[tuple[str, Any, Any]]:
 
 
 @pytest.mark.parametrize(("family", "method"), list(REFERENCE))
-def test_the_memory_methods_keep_the_reference_signatures_sync_and_async(family, method) -> None:
+def test_the_memory_methods_keep_the_reference_signatures_sync_and_async(family: Any, method: Any) -> None:
     classes = (MemorydServer, AsyncMemorydServer) if family == "server" else (MemorydConsole, AsyncMemorydConsole)
     for cls in classes:
         expected = REFERENCE[(family, method)] + EXTENSIONS.get((family, method), [])

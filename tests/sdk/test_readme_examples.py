@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,7 +40,7 @@ def test_there_are_examples_in_every_readme() -> None:
 
 @pytest.mark.parametrize(("label", "example"), PYTHON_EXAMPLES, ids=[label for label, _ in PYTHON_EXAMPLES])
 def test_a_python_example_runs(live_server: LiveServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-                               label, example) -> None:
+                               label: Any, example: Any) -> None:
     for name, value in environment(live_server, f"readme_py_{len(label)}_{label[-1]}").items():
         monkeypatch.setenv(name, value)
     exec(compile(example, label, "exec"), {})  # noqa: S102 - our own README
@@ -47,7 +48,7 @@ def test_a_python_example_runs(live_server: LiveServer, monkeypatch: pytest.Monk
 
 
 @pytest.mark.parametrize(("label", "example"), TYPESCRIPT_EXAMPLES, ids=[label for label, _ in TYPESCRIPT_EXAMPLES])
-def test_a_typescript_example_runs(live_server: LiveServer, tmp_path: Path, label, example) -> None:
+def test_a_typescript_example_runs(live_server: LiveServer, tmp_path: Path, label: Any, example: Any) -> None:
     built = build_typescript_sdk()
     script = built / "scripts" / f".readme-{label.replace('/', '-').replace('#', '-')}.mjs"  # inside the package:
     script.write_text(example)  # "@memoryd/sdk" resolves to itself there
