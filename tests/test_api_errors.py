@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -150,7 +151,7 @@ def test_a_body_that_is_not_a_json_object_is_rejected(alice: Caller, services: S
 
 
 @pytest.fixture
-def small_app_caller(services: Services, alice: Caller):
+def small_app_caller(services: Services, alice: Caller) -> Caller:
     """Alice's token against an app that accepts bodies of at most 2048 bytes."""
     small = create_app(dataclasses.replace(services, config=dataclasses.replace(
         services.config, server=ServerSettings(max_body_bytes=2048))))
@@ -158,14 +159,14 @@ def small_app_caller(services: Services, alice: Caller):
 
 
 @pytest.mark.parametrize("path", [MEMORIES, SEARCH])
-def test_a_body_over_the_configured_maximum_is_413(small_app_caller, services: Services, path: Any) -> None:
+def test_a_body_over_the_configured_maximum_is_413(small_app_caller: Caller, services: Services, path: Any) -> None:
     response = small_app_caller.post(path, json=VALID_BODY | {"query": "x", "content": "x" * 3000})
     assert_error(response, 413)
     assert "2048" in response.json["error"]
     assert services.store.head_position() == 0
 
 
-def test_a_body_under_the_configured_maximum_is_accepted(small_app_caller) -> None:
+def test_a_body_under_the_configured_maximum_is_accepted(small_app_caller: Caller) -> None:
     assert small_app_caller.post(MEMORIES, json=VALID_BODY | {"content": "x" * 1500}).status_code == 201
 
 
@@ -273,7 +274,7 @@ OPERATIONS = {
 
 
 @pytest.fixture(scope="module")
-def served_app(tmp_path_factory: pytest.TempPathFactory):
+def served_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Flask]:
     """An app for the read-only document tests; serving the document never touches the database."""
     url = f"sqlite:///{tmp_path_factory.mktemp('openapi') / 'memoryd.db'}"
     config = Config(storage=StorageSettings(database_url=url))
@@ -283,26 +284,26 @@ def served_app(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="module")
-def openapi(served_app):
+def openapi(served_app: Flask) -> dict[str, Any]:
     response = served_app.test_client().get("/v1/api/openapi.json")
     assert response.status_code == 200
     assert response.mimetype == "application/json"
     return json.loads(response.get_data())
 
 
-def resolve(document, schema):
+def resolve(document: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     while "$ref" in schema:
         schema = document["components"]["schemas"][schema["$ref"].rsplit("/", 1)[-1]]
     return schema
 
 
-def test_the_openapi_document_lists_every_operation(openapi) -> None:
+def test_the_openapi_document_lists_every_operation(openapi: dict[str, Any]) -> None:
     assert openapi["openapi"].startswith("3.")
     documented = {(path, method) for path, item in openapi["paths"].items() for method in item}
     assert documented == OPERATIONS
 
 
-def test_the_openapi_document_covers_every_route_the_app_serves(served_app, openapi) -> None:
+def test_the_openapi_document_covers_every_route_the_app_serves(served_app: Flask, openapi: dict[str, Any]) -> None:
     served = {
         (re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", rule.rule), method.lower())
         for rule in served_app.url_map.iter_rules() if rule.rule.startswith("/v1/api/") and rule.endpoint != "openapi"
@@ -311,13 +312,13 @@ def test_the_openapi_document_covers_every_route_the_app_serves(served_app, open
     assert served == OPERATIONS
 
 
-def test_every_reference_in_the_openapi_document_resolves(openapi) -> None:
+def test_every_reference_in_the_openapi_document_resolves(openapi: dict[str, Any]) -> None:
     references = re.findall(r'"\$ref": "#/components/schemas/(\w+)"', json.dumps(openapi))
     assert references
     assert set(references) <= set(openapi["components"]["schemas"])
 
 
-def test_the_openapi_request_schemas_name_every_field(openapi) -> None:
+def test_the_openapi_request_schemas_name_every_field(openapi: dict[str, Any]) -> None:
     save = resolve(openapi, openapi["paths"][MEMORIES]["post"]["requestBody"]["content"]["application/json"]["schema"])
     assert {"name", "content", "description", "type", "scope", "scope_id"} <= set(save["properties"])
     assert {"name", "content", "description"} <= set(save["required"])
@@ -339,7 +340,8 @@ def test_the_openapi_request_schemas_name_every_field(openapi) -> None:
         (AUDIT, "get", {"action", "actor", "memory_id", "project_id", "after", "limit"}, set()),
     ],
 )
-def test_the_openapi_document_names_every_parameter(openapi, path: Any, method: str, parameters: Any, required: Any) -> None:
+def test_the_openapi_document_names_every_parameter(openapi: dict[str, Any], path: Any, method: str, parameters: Any,
+                                                    required: Any) -> None:
     documented = [parameter for parameter in openapi["paths"][path][method]["parameters"] if parameter["in"] != "header"]
     assert {parameter["name"] for parameter in documented} == parameters
     assert {parameter["name"] for parameter in documented if parameter.get("required")} == required
@@ -357,7 +359,7 @@ def test_the_openapi_document_names_every_parameter(openapi, path: Any, method: 
         (AUDIT, "get", {"records", "next_after"}),
     ],
 )
-def test_the_openapi_response_schemas_name_every_field(openapi, path: Any, method: str, fields: Any) -> None:
+def test_the_openapi_response_schemas_name_every_field(openapi: dict[str, Any], path: Any, method: str, fields: Any) -> None:
     operation = openapi["paths"][path][method]
     schema = resolve(openapi, operation["responses"]["200"]["content"]["application/json"]["schema"])
     assert fields <= set(schema["properties"])
@@ -365,7 +367,7 @@ def test_the_openapi_response_schemas_name_every_field(openapi, path: Any, metho
     assert set(error["properties"]) == {"error"}
 
 
-def test_the_openapi_memory_list_items_are_whole_memories(openapi) -> None:
+def test_the_openapi_memory_list_items_are_whole_memories(openapi: dict[str, Any]) -> None:
     memory_list = resolve(openapi, openapi["paths"][MEMORIES]["get"]["responses"]["200"]["content"]["application/json"]["schema"])
     memory = resolve(openapi, memory_list["properties"]["memories"]["items"])
     fields = {"memory_id", "name", "description", "type", "scope", "scope_id", "content", "created", "updated"}

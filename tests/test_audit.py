@@ -167,7 +167,7 @@ def test_every_event_in_the_log_records_who_did_it_and_from_where(admin: Caller,
 
 
 @pytest.fixture
-def history(any_make_caller: MakeCaller):
+def history(any_make_caller: MakeCaller) -> dict[str, Any]:
     """Alice saves and updates a note, Bob saves one, an admin deletes Bob's (on each backend)."""
     admin, alice, bob = any_make_caller("read,write", ("admin.memories",)), any_make_caller(), any_make_caller()
     alice_note = alice.save("alice_note").json["memory_id"]
@@ -190,7 +190,8 @@ def history(any_make_caller: MakeCaller):
         ("actor={bob}&action=memory.delete", []),
     ],
 )
-def test_audit_records_can_be_filtered_by_action_actor_and_memory(history, query: str, expected: list[Any]) -> None:
+def test_audit_records_can_be_filtered_by_action_actor_and_memory(history: dict[str, Any], query: str,
+                                                                  expected: list[Any]) -> None:
     ids = {"alice": history["alice"].user_id, "bob": history["bob"].user_id, "admin": history["admin"].user_id,
            "alice_note": history["alice_note"], "bob_note": history["bob_note"]}
     found = records(history["admin"], "?" + query.format(**ids))

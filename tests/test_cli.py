@@ -7,21 +7,22 @@ import os
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from memoryd.cli import main
 from tests.helpers import free_port, make_services, wait_until_serving
 
 
 @pytest.fixture
-def run(sqlite_url: str):
+def run(sqlite_url: str) -> Callable[..., Result]:
     """The CLI on a database ``memoryd db upgrade`` made (other commands never create one)."""
     runner = CliRunner()
 
-    def invoke(*args: str, env: dict[str, str] | None = None):
+    def invoke(*args: str, env: dict[str, str] | None = None) -> Result:
         return runner.invoke(main, list(args), env={"MEMORYD_DATABASE_URL": sqlite_url, **(env or {})})
 
     assert invoke("db", "upgrade").exit_code == 0
@@ -32,7 +33,7 @@ def _last_line(result) -> str:
     return result.output.strip().splitlines()[-1]
 
 
-def test_create_commands_print_the_new_id_or_token_on_their_last_line(run, sqlite_url: str) -> None:
+def test_create_commands_print_the_new_id_or_token_on_their_last_line(run: Callable[..., Result], sqlite_url: str) -> None:
     user = run("users", "create", "alice")
     assert user.exit_code == 0, user.output
     user_id = _last_line(user)
@@ -53,18 +54,18 @@ def test_create_commands_print_the_new_id_or_token_on_their_last_line(run, sqlit
     (("tokens", "create", "--user", "x", "--scopes", "admin"), "scopes must be some of read, write, service"),
     (("workstreams", "create", "--owner", "nobody"), "user not found: nobody"),
 ])
-def test_bad_input_exits_non_zero_with_a_one_line_reason(run, args: Any, message: str) -> None:
+def test_bad_input_exits_non_zero_with_a_one_line_reason(run: Callable[..., Result], args: Any, message: str) -> None:
     result = run(*args)
     assert result.exit_code == 1
     assert message in result.output
 
 
-def test_db_upgrade_can_run_twice(run) -> None:
+def test_db_upgrade_can_run_twice(run: Callable[..., Result]) -> None:
     assert run("db", "upgrade").exit_code == 0
     assert run("db", "upgrade").exit_code == 0
 
 
-def test_projections_rebuild_reports_what_it_rebuilt(run, sqlite_url: str) -> None:
+def test_projections_rebuild_reports_what_it_rebuilt(run: Callable[..., Result], sqlite_url: str) -> None:
     services = make_services(sqlite_url)
     from commands.model import SaveMemory
     from events.types import EventMetadata
@@ -136,7 +137,7 @@ def test_serve_adopts_the_admin_token_from_the_environment(sqlite_url: str) -> N
     assert stdout.strip() == ""
 
 
-def test_projects_are_managed_from_the_command_line_and_logged(run, sqlite_url: str) -> None:
+def test_projects_are_managed_from_the_command_line_and_logged(run: Callable[..., Result], sqlite_url: str) -> None:
     owner = _last_line(run("users", "create", "owner"))
     member = _last_line(run("users", "create", "member"))
     created = run("projects", "create", "--owner", owner, "--name", "apollo")
@@ -153,7 +154,7 @@ def test_projects_are_managed_from_the_command_line_and_logged(run, sqlite_url: 
     assert {event.metadata["surface"] for event in events} == {"cli"}
 
 
-def test_workstreams_and_sessions_are_managed_from_the_command_line(run, sqlite_url: str) -> None:
+def test_workstreams_and_sessions_are_managed_from_the_command_line(run: Callable[..., Result], sqlite_url: str) -> None:
     owner = _last_line(run("users", "create", "owner"))
     project = _last_line(run("projects", "create", "--owner", owner, "--name", "apollo"))
     workstream = _last_line(run("workstreams", "create", "--owner", owner, "--project", project, "--no-memory"))

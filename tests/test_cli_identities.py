@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from api.app import create_app
+from memoryd.app.services import Services
 from memoryd.bootstrap import prepare_database
 from memoryd.cli import main
 from tests.helpers import make_services
 
 
 @pytest.fixture
-def cli(sqlite_url: str):
+def cli(sqlite_url: str) -> Iterator[tuple[Callable[..., Result], Services]]:
     services = make_services(sqlite_url)  # the database exists: only serve and db upgrade make one
     runner = CliRunner()
 
-    def invoke(*args: str, ok: bool = True):
+    def invoke(*args: str, ok: bool = True) -> Result:
         result = runner.invoke(main, list(args), env={"MEMORYD_DATABASE_URL": sqlite_url})
         assert (result.exit_code == 0) == ok, result.output
         return result
@@ -35,14 +37,14 @@ def _last(result):
     return result.output.strip().splitlines()[-1]
 
 
-def test_a_name_is_taken_once(cli) -> None:
+def test_a_name_is_taken_once(cli: tuple[Callable[..., Result], Services]) -> None:
     run, _ = cli
     run("users", "create", "alice")
     again = run("users", "create", "alice", ok=False)
     assert again.exit_code == 1 and "a user named 'alice' already exists" in again.output
 
 
-def test_users_tokens_and_sessions_through_their_lifecycle(cli) -> None:
+def test_users_tokens_and_sessions_through_their_lifecycle(cli: tuple[Callable[..., Result], Services]) -> None:
     run, services = cli
     alice = _last(run("users", "create", "alice"))
     token = _last(run("tokens", "create", "--user", alice, "--name", "laptop", "--expires-in-days", "30"))
@@ -78,7 +80,7 @@ def test_users_tokens_and_sessions_through_their_lifecycle(cli) -> None:
     assert actions["user.deactivate"][0].reason == "left"
 
 
-def test_a_lost_admin_token_is_replaced_from_the_command_line(cli) -> None:
+def test_a_lost_admin_token_is_replaced_from_the_command_line(cli: tuple[Callable[..., Result], Services]) -> None:
     """The first start printed the admin token once, and it was lost: whoever can reach the database mints
     another for the admin user (by name), and the old one can be revoked."""
     run, services = cli
@@ -93,7 +95,7 @@ def test_a_lost_admin_token_is_replaced_from_the_command_line(cli) -> None:
     assert client.get("/v1/api/token", headers={"Authorization": f"Bearer {fresh}"}).status_code == 200
 
 
-def test_a_session_close_needs_a_session_or_idle(cli) -> None:
+def test_a_session_close_needs_a_session_or_idle(cli: tuple[Callable[..., Result], Services]) -> None:
     run, _ = cli
     assert run("sessions", "close", ok=False).exit_code == 2
     assert run("sessions", "close", "--idle").output == ""

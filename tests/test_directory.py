@@ -12,29 +12,30 @@ import pytest
 from sqlalchemy import select
 
 from memoryd.app.services import Services
-from memoryd.directory import Principal
+from memoryd.directory import Directory, Principal
 from memoryd.errors import NotFound, ValidationError
 from memoryd.schema import tokens
 from tests.helpers import MakeCaller
 
 
 @pytest.fixture
-def directory(services: Services):
+def directory(services: Services) -> Directory:
     return services.directory
 
 
 @pytest.fixture
-def user(directory):
+def user(directory: Directory) -> str:
     return directory.create_user("alice")
 
 
-def stored_tokens(services: Services):
+def stored_tokens(services: Services) -> list[dict[str, Any]]:
     with services.database.read() as conn:
         return [dict(row._mapping) for row in conn.execute(select(tokens))]
 
 
 @pytest.mark.parametrize("chosen", [None, "operator-chosen-secret-value"])
-def test_the_tokens_table_never_holds_the_clear_token(services: Services, directory, user, chosen: str | None) -> None:
+def test_the_tokens_table_never_holds_the_clear_token(services: Services, directory: Directory, user: str,
+                                                      chosen: str | None) -> None:
     token_id, clear = directory.create_token(user, ["read", "write"], ["admin.memories"], value=chosen)
     if chosen:
         assert clear == chosen
@@ -45,14 +46,14 @@ def test_the_tokens_table_never_holds_the_clear_token(services: Services, direct
     assert directory.authenticate(clear).token_id == token_id
 
 
-def test_two_tokens_are_different_secrets(directory, user) -> None:
+def test_two_tokens_are_different_secrets(directory: Directory, user: str) -> None:
     _, first = directory.create_token(user, ["read"], [])
     _, second = directory.create_token(user, ["read"], [])
     assert first != second
     assert len(first) >= 32
 
 
-def test_authenticating_a_token_yields_its_user_scopes_and_permissions(directory, user) -> None:
+def test_authenticating_a_token_yields_its_user_scopes_and_permissions(directory: Directory, user: str) -> None:
     token_id, clear = directory.create_token(user, ["read", "write"], ["admin.memories"])
     assert directory.authenticate(clear) == Principal(
         user_id=user, token_id=token_id, scopes=frozenset({"read", "write"}), permissions=frozenset({"admin.memories"})
@@ -60,7 +61,7 @@ def test_authenticating_a_token_yields_its_user_scopes_and_permissions(directory
 
 
 @pytest.mark.parametrize("presented", ["", "mdt_unknown", "{token}x", "{token_without_last}", " {token}", "{token_upper}"])
-def test_authenticate_returns_none_for_a_token_it_did_not_issue(directory, user, presented: str) -> None:
+def test_authenticate_returns_none_for_a_token_it_did_not_issue(directory: Directory, user: str, presented: str) -> None:
     _, clear = directory.create_token(user, ["service"], ["admin.memories"])
     value = presented.format(token=clear, token_without_last=clear[:-1], token_upper=clear.upper())
     assert directory.authenticate(value) is None
@@ -77,7 +78,8 @@ def test_authenticate_returns_none_for_a_token_it_did_not_issue(directory, user,
         (["read"], ["memories"], "memories"),
     ],
 )
-def test_an_unknown_scope_or_permission_is_rejected_and_nothing_is_stored(services: Services, directory, user, scopes: list[Any],
+def test_an_unknown_scope_or_permission_is_rejected_and_nothing_is_stored(services: Services, directory: Directory, user: str,
+                                                                          scopes: list[Any],
                                                                           permissions: list[Any],
                                                                           mentions: str) -> None:
     with pytest.raises(ValidationError) as raised:
@@ -86,7 +88,7 @@ def test_an_unknown_scope_or_permission_is_rejected_and_nothing_is_stored(servic
     assert stored_tokens(services) == []
 
 
-def test_a_token_for_an_unknown_user_is_refused(services: Services, directory) -> None:
+def test_a_token_for_an_unknown_user_is_refused(services: Services, directory: Directory) -> None:
     with pytest.raises(NotFound):
         directory.create_token("no-such-user", ["read"], [])
     assert stored_tokens(services) == []
@@ -101,14 +103,14 @@ def test_a_token_for_an_unknown_user_is_refused(services: Services, directory) -
         ({"read", "write"}, {"read", "write"}, {"service"}),
     ],
 )
-def test_each_scope_implies_the_weaker_ones(directory, user, held: Any, allowed: Any, refused: Any) -> None:
+def test_each_scope_implies_the_weaker_ones(directory: Directory, user: str, held: Any, allowed: Any, refused: Any) -> None:
     _, clear = directory.create_token(user, sorted(held), [])
     principal = directory.authenticate(clear)
     assert {scope for scope in ("read", "write", "service") if principal.has_scope(scope)} == allowed
     assert not any(principal.has_scope(scope) for scope in refused)
 
 
-def test_a_permission_is_only_held_when_granted(directory, user) -> None:
+def test_a_permission_is_only_held_when_granted(directory: Directory, user: str) -> None:
     _, plain = directory.create_token(user, ["service"], [])
     _, granted = directory.create_token(user, ["read"], ["admin.memories"])
     assert not directory.authenticate(plain).has_permission("admin.memories")

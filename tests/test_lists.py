@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -66,7 +67,7 @@ def test_counts_follow_saves_type_changes_and_deletes_and_rebuild_to_the_same(an
 
 
 @pytest.fixture(scope="module")
-def churned(tmp_path_factory: pytest.TempPathFactory):
+def churned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Services]:
     """One store, churned once, that the property below pages through many ways."""
     built = make_services(f"sqlite:///{tmp_path_factory.mktemp('lists') / 'memoryd.db'}")
     churn(built, seed=11, writes=300)
@@ -77,7 +78,8 @@ def churned(tmp_path_factory: pytest.TempPathFactory):
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.one_of(st.none(), st.lists(st.sampled_from(PATTERNS), min_size=1, max_size=4)),
        st.sampled_from(["", *MEMORY_TYPES]), st.integers(1, 30))
-def test_a_page_is_the_brute_force_page_and_the_total_the_brute_force_count(churned, patterns, memory_type, limit) -> None:
+def test_a_page_is_the_brute_force_page_and_the_total_the_brute_force_count(churned: Services, patterns, memory_type,
+                                                                            limit) -> None:
     where = MemoryFilter(type=memory_type, scopes=tuple(patterns) if patterns is not None else None)
     with churned.database.read() as conn:
         page = [row["memory_id"] for row in list_memories(conn, where, limit)]

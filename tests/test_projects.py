@@ -13,20 +13,21 @@ PROJECTS = "/v1/api/admin/projects"
 
 
 @pytest.fixture
-def project(admin: Caller, services: Services):
+def project(admin: Caller, services: Services) -> Any:
     owner = services.directory.create_user("owner")
     response = admin.post(PROJECTS, json={"name": " Apollo ", "owner": owner})
     assert response.status_code == 201, response.json
     return response.json
 
 
-def test_creating_a_project_answers_it_active_with_its_owner(project, services: Services) -> None:
+def test_creating_a_project_answers_it_active_with_its_owner(project: Any, services: Services) -> None:
     assert project["name"] == "Apollo" and project["state"] == "active" and project["members"] == []
     [event] = list(services.store.iter_all())
     assert (event.event_type, event.stream_id) == ("project.create", f"project:{project['project_id']}")
 
 
-def test_members_are_granted_changed_and_revoked_and_each_change_is_one_event(admin: Caller, services: Services, project) -> None:
+def test_members_are_granted_changed_and_revoked_and_each_change_is_one_event(admin: Caller, services: Services,
+                                                                              project: Any) -> None:
     member = services.directory.create_user("member")
     path = f"{PROJECTS}/{project['project_id']}/members/{member}"
     assert admin.request("PUT", path, json={"access": "read"}).json["members"] == [{"user_id": member, "access": "read"}]
@@ -43,7 +44,7 @@ def test_members_are_granted_changed_and_revoked_and_each_change_is_one_event(ad
 
 
 def test_archiving_and_reactivating_are_events_and_repeating_them_changes_nothing(admin: Caller, services: Services,
-                                                                                  project) -> None:
+                                                                                  project: Any) -> None:
     base = f"{PROJECTS}/{project['project_id']}"
     assert admin.post(f"{base}/archive").json["state"] == "archived"
     assert "X-Memory-Position" not in admin.post(f"{base}/archive").headers
@@ -60,7 +61,7 @@ def test_archiving_and_reactivating_are_events_and_repeating_them_changes_nothin
     ("PUT", "/members/{owner}", {"access": "read"}, 400, "the project's owner always has write access"),
     ("DELETE", "/members/{user}", None, 404, "is not a member of project"),
 ])
-def test_bad_membership_changes_are_refused_and_write_nothing(admin: Caller, services: Services, project, method: str,
+def test_bad_membership_changes_are_refused_and_write_nothing(admin: Caller, services: Services, project: Any, method: str,
                                                               suffix: str, body: dict[str, Any] | None,
                                                               status: int,
                                                                message: str) -> None:
@@ -87,7 +88,7 @@ def test_unknown_projects_are_404_and_project_routes_are_for_admins(admin: Calle
     assert alice.post(PROJECTS, json={"name": "x", "owner": alice.user_id}).status_code == 403
 
 
-def test_the_project_read_model_rebuilds_from_the_log(admin: Caller, services: Services, project) -> None:
+def test_the_project_read_model_rebuilds_from_the_log(admin: Caller, services: Services, project: Any) -> None:
     member = services.directory.create_user("member")
     admin.request("PUT", f"{PROJECTS}/{project['project_id']}/members/{member}", json={"access": "write"})
     admin.post(f"{PROJECTS}/{project['project_id']}/archive")
@@ -98,7 +99,7 @@ def test_the_project_read_model_rebuilds_from_the_log(admin: Caller, services: S
     assert table_rows(services) == []  # project events never touch the memory table
 
 
-def test_auditors_see_who_granted_changed_and_revoked_access(admin: Caller, services: Services, project) -> None:
+def test_auditors_see_who_granted_changed_and_revoked_access(admin: Caller, services: Services, project: Any) -> None:
     member = services.directory.create_user("member")
     path = f"{PROJECTS}/{project['project_id']}/members/{member}"
     admin.request("PUT", path, json={"access": "read"})

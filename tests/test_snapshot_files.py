@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import random
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +41,7 @@ def _restarted(services: Services) -> Services:
 
 
 @pytest.fixture(autouse=True)
-def _dispose_restarted():
+def _dispose_restarted() -> Iterator[None]:
     yield
     while _started:
         _started.pop().database.dispose()

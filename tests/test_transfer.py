@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from memoryd.bootstrap import build_services
 from memoryd.cli import main
@@ -16,11 +17,11 @@ from tests.helpers import make_services, rebuild_equals_live, table_rows
 
 
 @pytest.fixture
-def run(sqlite_url: str):
+def run(sqlite_url: str) -> Callable[..., Result]:
     """The CLI on a database ``memoryd db upgrade`` made (other commands never create one)."""
     runner = CliRunner()
 
-    def invoke(*args: str):
+    def invoke(*args: str) -> Result:
         return runner.invoke(main, list(args), env={"MEMORYD_DATABASE_URL": sqlite_url})
 
     assert invoke("db", "upgrade").exit_code == 0
@@ -42,7 +43,8 @@ RECORDS = [
 ]
 
 
-def test_import_appends_save_events_and_export_writes_them_back(run, sqlite_url: str, tmp_path: Path) -> None:
+def test_import_appends_save_events_and_export_writes_them_back(run: Callable[..., Result], sqlite_url: str,
+                                                                tmp_path: Path) -> None:
     result = run("memories", "import", _jsonl(tmp_path, RECORDS + [RECORDS[0] | {"content": "now github actions"}]),
                  "--batch", "2")
     assert result.exit_code == 0, result.output
@@ -70,7 +72,8 @@ def test_import_appends_save_events_and_export_writes_them_back(run, sqlite_url:
     ('{"name": "x", "content": "c", "description": "d", "scope": "user"}', "line 2: scope_id is required"),
     ('{"name": "x", "content": "c", "description": "d", "type": "fact"}', "line 2: invalid type: fact"),
 ])
-def test_an_invalid_line_stops_the_import_before_anything_is_written(run, sqlite_url: str, tmp_path: Path, line: str,
+def test_an_invalid_line_stops_the_import_before_anything_is_written(run: Callable[..., Result], sqlite_url: str,
+                                                                     tmp_path: Path, line: str,
                                                                      message: str) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_text(json.dumps(RECORDS[0]) + "\n" + line + "\n")
@@ -80,7 +83,8 @@ def test_an_invalid_line_stops_the_import_before_anything_is_written(run, sqlite
     assert list(make_services(sqlite_url).store.iter_all()) == []
 
 
-def test_a_rebuilt_search_snapshot_lets_a_new_process_answer_without_replaying_the_log(run, sqlite_url: str,
+def test_a_rebuilt_search_snapshot_lets_a_new_process_answer_without_replaying_the_log(run: Callable[..., Result],
+                                                                                       sqlite_url: str,
                                                                                        tmp_path: Path) -> None:
     assert run("memories", "import", _jsonl(tmp_path, RECORDS)).exit_code == 0
     result = run("projections", "rebuild", "search")

@@ -15,11 +15,11 @@ from tests.helpers import LiveServer, free_port
 
 
 @pytest.fixture(scope="module")
-def agent(live_server: LiveServer):
+def agent(live_server: LiveServer) -> dict[str, str]:
     return live_server.agent("hooked")
 
 
-def save(agent, name: str, content: str) -> None:
+def save(agent: dict[str, str], name: str, content: str) -> None:
     answer = httpx.post(f"{agent['url']}/v1/api/sessions/{agent['session_id']}/memory",
                         headers={"Authorization": f"Bearer {agent['session_token']}"},
                         json={"action": "save", "name": name, "content": content, "description": f"about {name}",
@@ -33,7 +33,7 @@ def hook(event: str, payload: dict, url: str, token: str, **settings: str) -> su
                           capture_output=True, text=True, timeout=30, env=env)
 
 
-def test_a_prompt_that_matches_a_saved_memory_gets_it_as_additional_context(agent) -> None:
+def test_a_prompt_that_matches_a_saved_memory_gets_it_as_additional_context(agent: dict[str, str]) -> None:
     save(agent, "hook_deploy", "we deploy with buildkite on tuesdays")
     done = hook("user-prompt-submit", {"prompt": "how do we deploy?", "session_id": "claude-1"}, agent["url"],
                    agent["session_token"])
@@ -48,7 +48,7 @@ def test_a_prompt_that_matches_a_saved_memory_gets_it_as_additional_context(agen
     assert "Use mcp__memoryd__memory_search() or mcp__memoryd__memory_list() to find more." in context
 
 
-def test_the_texts_name_the_tools_under_the_mcp_servers_configured_name(agent) -> None:
+def test_the_texts_name_the_tools_under_the_mcp_servers_configured_name(agent: dict[str, str]) -> None:
     save(agent, "hook_release", "we release on fridays")
     done = hook("user-prompt-submit", {"prompt": "how do we deploy?"}, agent["url"], agent["session_token"],
                 MEMORYD_MCP_SERVER="memory-service")
@@ -56,14 +56,14 @@ def test_the_texts_name_the_tools_under_the_mcp_servers_configured_name(agent) -
     assert "Use mcp__memory-service__memory_search() or mcp__memory-service__memory_list()" in context
 
 
-def test_session_start_brings_the_most_recent_memories(agent) -> None:
+def test_session_start_brings_the_most_recent_memories(agent: dict[str, str]) -> None:
     save(agent, "hook_recent", "the newest thing")
     done = hook("session-start", {"source": "startup"}, agent["url"], agent["session_token"])
     answer = json.loads(done.stdout)["hookSpecificOutput"]
     assert answer["hookEventName"] == "SessionStart" and '<memory name="hook_recent"' in answer["additionalContext"]
 
 
-def test_the_context_is_capped_at_10000_characters_of_whole_memories(agent) -> None:
+def test_the_context_is_capped_at_10000_characters_of_whole_memories(agent: dict[str, str]) -> None:
     for number in range(30):
         save(agent, f"hook_long_{number}", f"longread {number} " + "word " * 95)
     done = hook("user-prompt-submit", {"prompt": "longread"}, agent["url"], agent["session_token"])
@@ -72,7 +72,7 @@ def test_the_context_is_capped_at_10000_characters_of_whole_memories(agent) -> N
     assert "</memories>" in context
 
 
-def test_memoryd_down_or_silent_prints_nothing_and_exits_0(agent) -> None:
+def test_memoryd_down_or_silent_prints_nothing_and_exits_0(agent: dict[str, str]) -> None:
     """A silent memoryd is abandoned at the hook's deadline (its wall time is measured in bench/agents)."""
     done = hook("user-prompt-submit", {"prompt": "anything"}, f"http://127.0.0.1:{free_port()}",
                 agent["session_token"])
@@ -85,7 +85,7 @@ def test_memoryd_down_or_silent_prints_nothing_and_exits_0(agent) -> None:
     assert (done.returncode, done.stdout) == (0, "")
 
 
-def test_a_bad_token_or_bad_input_still_never_blocks_the_prompt(agent) -> None:
+def test_a_bad_token_or_bad_input_still_never_blocks_the_prompt(agent: dict[str, str]) -> None:
     assert hook("user-prompt-submit", {"prompt": "x"}, agent["url"], "mds_nope").stdout == ""
     env = {**os.environ, "MEMORYD_URL": agent["url"], "MEMORYD_SESSION_TOKEN": agent["session_token"]}
     garbled = subprocess.run([sys.executable, "-m", "memoryd", "hook", "claude-code", "user-prompt-submit"],

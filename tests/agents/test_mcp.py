@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from contextlib import asynccontextmanager
 
 import anyio
@@ -22,11 +23,12 @@ TOOLS = {"memory_save", "memory_get", "memory_search", "memory_list", "memory_de
 
 
 @pytest.fixture(scope="module")
-def agent(live_server: LiveServer):
+def agent(live_server: LiveServer) -> dict[str, str]:
     return live_server.agent("mcp agent")
 
 
-def stdio(live_server: LiveServer, agent, *extra: str, env: dict[str, str] | None = None) -> StdioServerParameters:
+def stdio(live_server: LiveServer, agent: dict[str, str], *extra: str, env: dict[str,
+          str] | None = None) -> StdioServerParameters:
     settings = {"MEMORYD_URL": live_server.base_url, "MEMORYD_SESSION_TOKEN": agent["session_token"]}
     return StdioServerParameters(command=sys.executable, args=["-m", "memoryd", "mcp", *extra],
                                  env={**os.environ, **(env if env is not None else settings)})
@@ -40,7 +42,7 @@ def text(result) -> str:
     return "".join(block.text for block in result.content if block.type == "text")
 
 
-def test_the_tools_have_their_names_schemas_and_annotations(live_server: LiveServer, agent) -> None:
+def test_the_tools_have_their_names_schemas_and_annotations(live_server: LiveServer, agent: dict[str, str]) -> None:
     async def scenario() -> None:
         async with Client(stdio(live_server, agent)) as client:
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}
@@ -57,7 +59,7 @@ def test_the_tools_have_their_names_schemas_and_annotations(live_server: LiveSer
     run(scenario)
 
 
-def test_every_tool_over_stdio_with_refusals_as_tool_errors(live_server: LiveServer, agent) -> None:
+def test_every_tool_over_stdio_with_refusals_as_tool_errors(live_server: LiveServer, agent: dict[str, str]) -> None:
     async def scenario() -> None:
         async with Client(stdio(live_server, agent)) as client:
             saved = await client.call_tool("memory_save", {"name": "mcp_style", "content": "tabs, not spaces",
@@ -93,7 +95,7 @@ def test_every_tool_over_stdio_with_refusals_as_tool_errors(live_server: LiveSer
     run(scenario)
 
 
-def test_memory_context_is_the_http_turn_for_the_same_session_and_query(live_server: LiveServer, agent) -> None:
+def test_memory_context_is_the_http_turn_for_the_same_session_and_query(live_server: LiveServer, agent: dict[str, str]) -> None:
     headers = {"Authorization": f"Bearer {agent['session_token']}"}
     saved = httpx.post(f"{live_server.base_url}/v1/api/sessions/{agent['session_id']}/memory", headers=headers,
                        json={"action": "save", "name": "mcp_deploy", "content": "we deploy with buildkite",
@@ -118,7 +120,7 @@ def test_memory_context_is_the_http_turn_for_the_same_session_and_query(live_ser
     assert context["turn"]["block"] == turn["block"] and context["turn"]["block_sha256"] == turn["block_sha256"]
 
 
-def test_the_single_tool_mode_exposes_the_specs_memory_tool(live_server: LiveServer, agent) -> None:
+def test_the_single_tool_mode_exposes_the_specs_memory_tool(live_server: LiveServer, agent: dict[str, str]) -> None:
     async def scenario() -> None:
         async with Client(stdio(live_server, agent, "--single-tool")) as client:
             assert {tool.name for tool in (await client.list_tools()).tools} == {"memory", "memory_context"}
@@ -147,7 +149,7 @@ def test_a_missing_setting_stops_it_with_a_message_naming_it(live_server: LiveSe
 
 
 @pytest.fixture(scope="module")
-def http_server(live_server: LiveServer):
+def http_server(live_server: LiveServer) -> Iterator[str]:
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "memoryd", "mcp", "--http", "--port", str(port)],
                               env={**os.environ, "MEMORYD_URL": live_server.base_url},
@@ -188,7 +190,7 @@ class _Transport:
         return await self.context.__aexit__(*exc_info)
 
 
-def test_over_streamable_http_each_request_acts_as_its_bearer_tokens_session(http_server, agent) -> None:
+def test_over_streamable_http_each_request_acts_as_its_bearer_tokens_session(http_server: str, agent: dict[str, str]) -> None:
     async def scenario() -> None:
         async with http_client(http_server, agent["session_token"]) as client:
             assert {tool.name for tool in (await client.list_tools()).tools} == TOOLS

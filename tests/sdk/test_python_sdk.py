@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from flask import Flask
 from memoryd_sdk import (
     APIConnectionError,
     AsyncMemorydConsole,
@@ -107,23 +108,23 @@ def test_the_async_clients_are_the_sync_ones_generated_and_the_turnstone_names_a
 
 
 @pytest.fixture
-def app(services: Services):
+def app(services: Services) -> Flask:
     return create_app(services)
 
 
 @pytest.fixture
-def tokens(services: Services):
+def tokens(services: Services) -> dict[str, str]:
     directory = services.directory
     user, admin = directory.create_user("alice"), directory.create_user("admin")
     return {"user": directory.create_token(user, ["read", "write"], [])[1], "user_id": user,
             "admin": directory.create_token(admin, ["read", "write", "service"], ["admin.memories"])[1]}
 
 
-def wsgi_client(app, **options):
+def wsgi_client(app: Flask, **options: Any) -> httpx.Client:
     return httpx.Client(transport=httpx.WSGITransport(app=app), base_url="http://memoryd", **options)
 
 
-def test_memories_round_trip_with_models_read_by_key_or_attribute(app, tokens) -> None:
+def test_memories_round_trip_with_models_read_by_key_or_attribute(app: Flask, tokens: dict[str, str]) -> None:
     with MemorydServer("http://memoryd", token=tokens["user"], httpx_client=wsgi_client(app)) as server:
         saved = server.save_memory("Deploy Steps", "we deploy with buildkite", description="  how   we deploy ")
         assert saved.name == saved["name"] == "deploy_steps" and saved.description == "how we deploy"
@@ -144,7 +145,7 @@ def test_memories_round_trip_with_models_read_by_key_or_attribute(app, tokens) -
             server.save_memory("x", "y", description="d", scope="user", scope_id="someone-else")
 
 
-def test_names_are_percent_encoded(app, tokens) -> None:
+def test_names_are_percent_encoded(app: Flask, tokens: dict[str, str]) -> None:
     with MemorydServer("http://memoryd", token=tokens["user"], httpx_client=wsgi_client(app)) as server:
         with pytest.raises(NotFoundError, match="a/b_c"):
             server.get_memory("a/b c")
@@ -153,10 +154,11 @@ def test_names_are_percent_encoded(app, tokens) -> None:
 class DropsTheFirstAnswer(httpx.BaseTransport):
     """Lets the first request reach the server (it commits), then loses the answer, as a dropped connection would."""
 
-    def __init__(self, app) -> None:
-        self.inner, self.dropped, self.keys = httpx.WSGITransport(app=app), False, []
+    def __init__(self, app: Flask) -> None:
+        self.inner, self.dropped = httpx.WSGITransport(app=app), False
+        self.keys: list[str | None] = []
 
-    def handle_request(self, request: pytest.FixtureRequest):
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
         self.keys.append(request.headers.get("Idempotency-Key"))
         response = self.inner.handle_request(request)
         if not self.dropped:
@@ -165,7 +167,7 @@ class DropsTheFirstAnswer(httpx.BaseTransport):
         return response
 
 
-def test_a_write_retried_after_a_lost_answer_happens_exactly_once(app, tokens, services: Services) -> None:
+def test_a_write_retried_after_a_lost_answer_happens_exactly_once(app: Flask, tokens: dict[str, str], services: Services) -> None:
     transport = DropsTheFirstAnswer(app)
     client = httpx.Client(transport=transport, base_url="http://memoryd")
     with MemorydServer("http://memoryd", token=tokens["user"], httpx_client=client) as server:
@@ -180,7 +182,7 @@ def test_retries_honour_retry_after_and_stop_on_a_client_error() -> None:
                httpx.Response(200, json={"memories": [], "total": 0})]
     seen: list[httpx.Request] = []
 
-    def handler(request: pytest.FixtureRequest):
+    def handler(request: httpx.Request) -> httpx.Response:
         seen.append(request)
         return answers.pop(0) if answers else httpx.Response(400, json={"error": "limit must be an integer"})
 
@@ -196,7 +198,7 @@ def test_reads_after_a_write_carry_its_position_as_x_min_position() -> None:
     seen: list[httpx.Request] = []
     memory = {"memory_id": "m", "name": "n", "content": "c", "created": "t", "updated": "t"}
 
-    def handler(request: pytest.FixtureRequest):
+    def handler(request: httpx.Request) -> httpx.Response:
         seen.append(request)
         if request.method == "POST" and request.url.path == "/v1/api/memories":
             return httpx.Response(201, json=memory, headers={"X-Memory-Position": "42"})
@@ -219,7 +221,7 @@ def test_the_console_reads_send_as_of_only_when_given() -> None:
     seen: list[httpx.Request] = []
     memory = {"memory_id": "m", "name": "n", "content": "c", "created": "t", "updated": "t", "version": 1}
 
-    def handler(request: pytest.FixtureRequest):
+    def handler(request: httpx.Request) -> httpx.Response:
         seen.append(request)
         if request.url.path.endswith("/m"):
             return httpx.Response(200, json=memory, headers={"X-As-Of-Position": "42"})
@@ -276,7 +278,7 @@ def test_a_save_then_a_list_finds_it_while_workers_lag(built_postgres: Callable[
             worker.wait()
 
 
-def test_a_session_runs_the_tool_turns_signals_and_receipts(app, tokens, services: Services) -> None:
+def test_a_session_runs_the_tool_turns_signals_and_receipts(app: Flask, tokens: dict[str, str], services: Services) -> None:
     workstream = services.directory.create_workstream(tokens["user_id"], "ws")
     with MemorydConsole("http://memoryd", token=tokens["admin"], httpx_client=wsgi_client(app)) as console:
         session = console.open_session("interactive", workstream, user_id=tokens["user_id"])
@@ -293,7 +295,8 @@ def test_a_session_runs_the_tool_turns_signals_and_receipts(app, tokens, service
         assert [receipt.turn_id for receipt in console.session_turns(session.session_id).receipts] == ["t1"]
 
 
-def test_a_session_handle_carries_its_token_for_an_mcp_server_or_a_hook(app, tokens, services: Services) -> None:
+def test_a_session_handle_carries_its_token_for_an_mcp_server_or_a_hook(app: Flask, tokens: dict[str, str],
+                                                                        services: Services) -> None:
     workstream = services.directory.create_workstream(tokens["user_id"], "ws")
     with MemorydConsole("http://memoryd", token=tokens["admin"], httpx_client=wsgi_client(app)) as console:
         opened = console.open_session("interactive", workstream, user_id=tokens["user_id"])
@@ -303,7 +306,7 @@ def test_a_session_handle_carries_its_token_for_an_mcp_server_or_a_hook(app, tok
         assert console.session(opened.session_id, opened.token).token == opened.token
 
 
-def test_a_turn_and_a_signal_name_the_tools_the_model_sees(app, tokens, services: Services) -> None:
+def test_a_turn_and_a_signal_name_the_tools_the_model_sees(app: Flask, tokens: dict[str, str], services: Services) -> None:
     workstream = services.directory.create_workstream(tokens["user_id"], "ws")
     names = {"search": "memory_search", "list": "memory_list"}
     with MemorydConsole("http://memoryd", token=tokens["admin"], httpx_client=wsgi_client(app)) as console:
@@ -314,7 +317,7 @@ def test_a_turn_and_a_signal_name_the_tools_the_model_sees(app, tokens, services
         assert "memory_search()" in session.signal("resume", tool_names=names)[0].text
 
 
-def test_the_sdk_refuses_a_description_only_where_the_openapi_document_does(app, tokens) -> None:
+def test_the_sdk_refuses_a_description_only_where_the_openapi_document_does(app: Flask, tokens: dict[str, str]) -> None:
     """One rule, the server's: its document says a description is not blank and has no maximum length."""
     rule = build_openapi()["components"]["schemas"]["SaveMemoryRequest"]["properties"]["description"]
     assert rule["minLength"] == 1 and "maxLength" not in rule
@@ -328,7 +331,7 @@ def test_a_turn_makes_one_attempt_bounded_by_its_timeout_and_fails_open() -> Non
     """The bound is the request's own timeout and no retry (its wall time is in bench/agents)."""
     seen: list[httpx.Request] = []
 
-    def slow(request: pytest.FixtureRequest) -> None:
+    def slow(request: httpx.Request) -> None:
         seen.append(request)
         raise httpx.ReadTimeout("memoryd took too long", request=request)
 
