@@ -32,7 +32,7 @@ from sqlalchemy import Connection, select
 
 from commands.handlers import Outcome
 from commands.model import SaveMemory
-from events.types import EventMetadata, MemorySaved, RecordedEvent
+from events.types import DomainEvent, EventMetadata, MemorySaved, RecordedEvent
 from memoryd import migrate
 from memoryd.app.services import Services
 from memoryd.bootstrap import build_services
@@ -104,7 +104,7 @@ def free_port() -> int:
     """A TCP port on the loopback nobody listens on right now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        return int(sock.getsockname()[1])
 
 
 def run_queued_jobs(services: Services) -> None:
@@ -121,8 +121,8 @@ def run_queued_jobs(services: Services) -> None:
 def memory_counts_by_namespace(services: Services) -> dict[tuple[str, str, str], int]:
     """The projection's counts per (scope, scope_id, type), leaving out namespaces whose count went to 0."""
     with services.database.read() as conn:
-        rows = conn.execute(select(memory_counts))
-        return {(row.scope, row.scope_id, row.type): row.count for row in rows if row.count}
+        rows = conn.execute(select(memory_counts)).mappings()
+        return {(row["scope"], row["scope_id"], row["type"]): int(row["count"]) for row in rows if row["count"]}
 
 
 def rebuild_equals_live(services: Services) -> bool:
@@ -411,7 +411,7 @@ def memory(name: str, content: str, scope: str = "global", scope_id: str = "", m
 
 
 
-def recorded(event) -> RecordedEvent:
+def recorded(event: DomainEvent) -> RecordedEvent:
     return RecordedEvent(next(_positions), "s", 1, event.event_type, 1, event.payload(), {}, "")
 
 
@@ -434,10 +434,14 @@ TINY = Tuning(freeze_postings=60, tier_base=4, fanout=2)  # freeze every ~60 pos
 
 
 
+def _slow_merge() -> None:
+    threading.Event().wait(0.002)
+
+
 def tiny_segments(pack_limit: int = TINY.pack_limit) -> SearchIndex:
     """An index of tiny parts whose merges are slow enough (2 ms) for writes to land mid-build."""
     return SearchIndex(tuning=dataclasses.replace(TINY, pack_limit=pack_limit),
-                       merge_built=lambda: threading.Event().wait(0.002))
+                       merge_built=_slow_merge)
 
 
 

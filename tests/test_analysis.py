@@ -87,7 +87,8 @@ def test_every_snowball_language_and_none_can_be_chosen_and_nothing_else() -> No
 def test_the_identity_names_the_language_the_rules_and_the_stemmer() -> None:
     assert english.identity.startswith("english/1/pystemmer-")
     assert Analyzer("none").identity == "none/1"
-    assert Analyzer.of(english.identity).identity == english.identity
+    again = Analyzer.of(english.identity)
+    assert again is not None and again.identity == english.identity
     assert Analyzer.of("english/0/pystemmer-0.1") is None
     assert Analyzer.of("klingon/1") is None
 

@@ -8,7 +8,7 @@ from memoryd.config import Config, load_config
 from memoryd.errors import ConfigError
 
 
-def _write(tmp_path: Path, text):
+def _write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "config.toml"
     path.write_text(text)
     return path

@@ -50,7 +50,7 @@ IDENTITY = st.tuples(st.text(max_size=12), st.sampled_from(["global", "user", "w
 
 
 @given(IDENTITY, IDENTITY)
-def test_stream_ids_cannot_collide_whatever_the_characters(one, other) -> None:
+def test_stream_ids_cannot_collide_whatever_the_characters(one: Any, other: Any) -> None:
     assert (memory_stream_id(*one) == memory_stream_id(*other)) == (one == other)
     assert memory_stream_id("a:b", "global", "") != memory_stream_id("b", "global", "a:")
     assert memory_stream_id('x","y', "user", "") != memory_stream_id("y", "user", 'x","')

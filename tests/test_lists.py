@@ -78,8 +78,8 @@ def churned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Services]:
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.one_of(st.none(), st.lists(st.sampled_from(PATTERNS), min_size=1, max_size=4)),
        st.sampled_from(["", *MEMORY_TYPES]), st.integers(1, 30))
-def test_a_page_is_the_brute_force_page_and_the_total_the_brute_force_count(churned: Services, patterns, memory_type,
-                                                                            limit) -> None:
+def test_a_page_is_the_brute_force_page_and_the_total_the_brute_force_count(churned: Services, patterns: Any, memory_type: Any,
+                                                                            limit: Any) -> None:
     where = MemoryFilter(type=memory_type, scopes=tuple(patterns) if patterns is not None else None)
     with churned.database.read() as conn:
         page = [row["memory_id"] for row in list_memories(conn, where, limit)]

@@ -45,7 +45,7 @@ def oracle(memories: list[Memory], query: str, analyzer: Analyzer | None = None)
 
 
 def answer_with(index: SearchIndex, where: MemoryFilter, query: str, limit: int,
-                **settings: float) -> list[tuple[str, float]]:
+                **settings: Any) -> list[tuple[str, float]]:
     """The answer with the index's pruning tuned by ``settings`` for this search."""
     saved = index.tuning
     index.tuning = dataclasses.replace(saved, **settings)
@@ -120,7 +120,7 @@ def test_equal_scores_are_ordered_newest_first_then_by_memory_id() -> None:
 
 def test_updates_and_deletes_are_seen_by_the_next_query_and_match_a_fresh_index() -> None:
     rng = random.Random(5)
-    index, live = SearchIndex(), {}
+    index, live = SearchIndex(), dict[str, Memory]()
     for step in range(3_000):  # enough to merge deltas into segments many times
         name = f"m{rng.randrange(400)}"
         action = rng.random()
@@ -144,7 +144,8 @@ def test_the_type_filter_searches_and_scores_only_that_type() -> None:
                 memory("c", "beta", memory_type="feedback")]
     hits = index_of(memories).search(MemoryFilter(type="feedback", scopes=None), "alpha", 10)
     feedback = [m for m in memories if m.type == "feedback"]
-    assert [(h.memory_id, pytest.approx(h.score)) for h in hits] == list(oracle(feedback, "alpha").items())
+    approximately: list[tuple[str, Any]] = [(h.memory_id, pytest.approx(h.score)) for h in hits]
+    assert approximately == list(oracle(feedback, "alpha").items())
 
 
 def test_an_event_applied_twice_changes_nothing() -> None:
@@ -206,7 +207,7 @@ def test_a_rebuild_while_writes_continue_swaps_in_with_no_failed_or_empty_reads(
 @pytest.mark.parametrize("pack_limit", [1 << 47, 0], ids=["packed-sort", "argsort"])
 def test_background_merges_with_writes_landing_mid_merge_match_a_fresh_index(pack_limit: Any) -> None:
     rng = random.Random(11)
-    index, live = tiny_segments(pack_limit), {}
+    index, live = tiny_segments(pack_limit), dict[tuple[str, str, str], Memory]()
     for step in range(2_500):
         scope, scope_id = rng.choice(SPACES)
         name = f"m{rng.randrange(120)}"
@@ -329,7 +330,7 @@ def test_pruned_search_answers_exactly_as_scoring_every_posting(texts: Any, quer
 
 def test_pruning_runs_across_many_parts_and_changes_no_answer() -> None:
     rng = random.Random(3)
-    index, live = SearchIndex(tuning=TINY), {}
+    index, live = SearchIndex(tuning=TINY), dict[tuple[str, str, str], Memory]()
     for step in range(3_000):
         index.wait_for_merges()  # each write after the merges before it: the parts come out the same every run
         scope, scope_id = rng.choice(SPACES)

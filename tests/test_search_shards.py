@@ -18,7 +18,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from events.types import MemoryDeleted, MemorySaved, MemoryUpdated
+from events.types import DomainEvent, MemoryDeleted, MemorySaved, MemoryUpdated
 from memoryd.domain import Memory
 from projections.filters import MemoryFilter, ScopePattern
 from projections.search import Hit, SearchIndex, Statistics, Tuning
@@ -78,6 +78,7 @@ def corpus(seed: int) -> tuple[SearchIndex, list[SearchIndex], dict[str, str]]:
         scope, scope_id = rng.choice(NAMESPACES)
         name = f"m{rng.randrange(120)}"
         key = f"id-{scope}-{scope_id}-{name}"
+        event: DomainEvent
         if key in live and rng.random() < 0.15:
             event = MemoryDeleted(live.pop(key))
         else:

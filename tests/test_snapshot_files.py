@@ -7,6 +7,7 @@ import random
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from commands.model import SaveMemory
 from events.types import EventMetadata, MemoryDeleted, MemorySaved, MemoryUpdated, RecordedEvent
 from memoryd.app.services import Services
 from memoryd.bootstrap import build_services
-from memoryd.domain import Namespace
+from memoryd.domain import Memory, Namespace
 from memoryd.schema import search_snapshots
 from projections.filters import MemoryFilter
 from projections.search import SearchIndex, snapshot
@@ -175,7 +176,7 @@ def test_an_erasure_removes_this_hosts_files_of_earlier_snapshots(stored: Servic
     assert checks["search snapshots"]["free"], checks
 
 
-def _erase_one(services: Services, make_caller: MakeCaller) -> dict[str, dict]:
+def _erase_one(services: Services, make_caller: MakeCaller) -> dict[str, dict[str, Any]]:
     """Erase the best match for "rollback" through the admin API; the certificate's checks by store."""
     [erased] = services.search.search(EVERYTHING, "rollback", 1)
     admin = make_caller("read,write", ("admin.memories",))
@@ -194,7 +195,7 @@ def stored_blob(services: Services) -> bytes:
 
 def test_an_index_over_a_mapped_snapshot_changes_as_a_fresh_index_would(tmp_path: Path) -> None:
     rng = random.Random(5)
-    index, live = tiny_segments(), {}
+    index, live = tiny_segments(), dict[tuple[str, str, str], Memory]()
     for step in range(1_500):
         _random_change(rng, index, live, step)
     path = tmp_path / "index.snapshot"
@@ -215,7 +216,7 @@ def test_an_index_over_a_mapped_snapshot_changes_as_a_fresh_index_would(tmp_path
     assert path.read_bytes() == index.to_bytes()  # changes stay in the process: the file is never written
 
 
-def _random_change(rng: random.Random, index: SearchIndex, live: dict, step: int) -> None:
+def _random_change(rng: random.Random, index: SearchIndex, live: dict[tuple[str, str, str], Memory], step: int) -> None:
     scope, scope_id = rng.choice(SPACES)
     key = (f"m{rng.randrange(300)}", scope, scope_id)
     if rng.random() < 0.2 and key in live:
@@ -292,7 +293,7 @@ def test_an_erasure_that_cannot_list_this_hosts_files_does_not_certify_them(stor
     _restarted(stored).search.catch_up()
     directory, real_iterdir = stored.search.files.directory, Path.iterdir
 
-    def unreadable(self: Path):
+    def unreadable(self: Path) -> Iterator[Path]:
         if self == directory:
             raise PermissionError(13, "Permission denied", str(self))
         return real_iterdir(self)

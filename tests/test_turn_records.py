@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from sqlalchemy import func, select
+from sqlalchemy import Table, func, select
 
 from memoryd.app.services import Services
 from memoryd.schema import memory_access, nudge_deliveries, turn_receipts
@@ -21,7 +21,7 @@ def reads(services: Services, memory_id: str) -> int:
                                 .where(memory_access.c.memory_id == memory_id)).scalar() or 0)
 
 
-def rows(services: Services, table) -> int:
+def rows(services: Services, table: Table) -> int:
     with services.database.read() as conn:
         return int(conn.execute(select(func.count()).select_from(table)).scalar_one())
 
