@@ -1,26 +1,19 @@
 """Properties of the domain rules that every surface shares."""
 
-import uuid
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from commands.handlers import Dependencies, save_memory
-from commands.model import SaveMemory
-from events.types import EventMetadata
-from memoryd.app.services import Services
 from memoryd.domain import (
     MAX_NAME_LENGTH,
-    Namespace,
     clean_name,
     clean_type,
     normalize_name,
 )
 from memoryd.errors import ValidationError
 from memoryd.text import checked_identifier, checked_text
-from projections.queries import MemoryLocator
 
 
 @given(st.text())
@@ -63,24 +56,6 @@ def test_any_other_type_is_rejected_with_a_message_naming_the_field(raw: str) ->
 
 def test_an_unset_type_stays_unset() -> None:
     assert clean_type(None) is None
-
-
-TYPES_OR_UNSET = st.sampled_from(["user", "general", "feedback", "reference", None])
-
-
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=40)
-@given(types=st.lists(TYPES_OR_UNSET, min_size=1, max_size=6))
-def test_a_memory_keeps_the_last_explicit_type_it_was_saved_with_or_general(services: Services, types: Any) -> None:
-    deps = Dependencies(store=services.store, locator=MemoryLocator(services.database), users=services.directory)
-    name = f"typed_{uuid.uuid4().hex}"  # every example writes its own memory
-    saved = [
-        save_memory(SaveMemory(name, "content", "description", memory_type, Namespace("global", "")), EventMetadata(), deps)
-        for memory_type in types
-    ]
-    explicit = [memory_type for memory_type in types if memory_type is not None]
-    assert saved[-1].memory.type == (explicit[-1] if explicit else "general")
-    assert {outcome.memory.memory_id for outcome in saved} == {saved[0].memory.memory_id}
-    assert [outcome.created for outcome in saved] == [True] + [False] * (len(types) - 1)
 
 
 ANY_CHARACTER = st.one_of(st.characters(exclude_categories=()), st.sampled_from("\x00\ud800\udfff\n\t\x1b\x85\x7f"))
