@@ -30,7 +30,7 @@ UNAUTHORIZED = "Unauthorized: missing or invalid token"
 VALID_BODY = {"name": "note", "content": "some content", "description": "a description"}
 
 
-def assert_error(response, status, message=None) -> None:
+def assert_error(response: Any, status: int, message: str | None = None) -> None:
     assert response.status_code == status
     assert response.mimetype == "application/json"
     body = json.loads(response.get_data())
@@ -173,7 +173,7 @@ def test_a_body_under_the_configured_maximum_is_accepted(small_app_caller: Calle
 # -- storage failures ---------------------------------------------------------
 
 
-def drop(services: Services, table) -> None:
+def drop(services: Services, table: str) -> None:
     with services.database.write() as conn:
         conn.exec_driver_sql(f"DROP TABLE {table}")
 
@@ -288,7 +288,8 @@ def openapi(served_app: Flask) -> dict[str, Any]:
     response = served_app.test_client().get("/v1/api/openapi.json")
     assert response.status_code == 200
     assert response.mimetype == "application/json"
-    return json.loads(response.get_data())
+    document: dict[str, Any] = json.loads(response.get_data())
+    return document
 
 
 def resolve(document: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
@@ -307,7 +308,7 @@ def test_the_openapi_document_covers_every_route_the_app_serves(served_app: Flas
     served = {
         (re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", rule.rule), method.lower())
         for rule in served_app.url_map.iter_rules() if rule.rule.startswith("/v1/api/") and rule.endpoint != "openapi"
-        for method in rule.methods - {"HEAD", "OPTIONS"}
+        for method in (rule.methods or set()) - {"HEAD", "OPTIONS"}
     }
     assert served == OPERATIONS
 

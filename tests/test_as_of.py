@@ -32,7 +32,7 @@ def admin(any_make_caller: MakeCaller) -> Caller:
     return any_make_caller("read,write", ("admin.memories",))
 
 
-def _save(services: Any, name: str, content: str, namespace: Namespace = NAMESPACES[0], kind: str | None = None) -> int:
+def _save(services: Services, name: str, content: str, namespace: Namespace = NAMESPACES[0], kind: str | None = None) -> int:
     return services.bus.handle(SaveMemory(name, content, "d", kind, namespace), EventMetadata()).position
 
 
@@ -47,7 +47,9 @@ def test_a_memory_as_it_was_at_each_position_and_time(admin: Caller, any_service
     assert admin.get(f"{ADMIN}/{memory_id}?as_of={second}").get_json()["content"] == "beta two"
     assert admin.get(f"{ADMIN}/{memory_id}?as_of={gone}").status_code == 404
     assert admin.get(f"{ADMIN}/{memory_id}").status_code == 404  # now
-    moment = any_services.store.event_at(first).recorded_at
+    event = any_services.store.event_at(first)
+    assert event is not None
+    moment = event.recorded_at
     by_time = admin.get(f"{ADMIN}/{memory_id}?as_of={moment}")
     assert by_time.get_json()["content"] == "alpha one" and by_time.headers["X-As-Of-Position"] == str(first)
     assert admin.get(f"{ADMIN}/{memory_id}?as_of=2000-01-01T00:00:00Z").status_code == 404  # before the log

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-import projections.projector as projector_module
 from api.app import create_app
 from events.types import EventMetadata, MemorySaved, memory_stream_id
 from memoryd.app.services import Services
@@ -123,7 +122,7 @@ def test_a_read_at_or_below_the_checkpoint_answers_at_once(alice: Caller, admin:
     def no_waiting(seconds: float) -> None:
         raise AssertionError(f"a read at or below the checkpoint waited ({seconds} s)")
 
-    monkeypatch.setattr(projector_module.time, "sleep", no_waiting)
+    monkeypatch.setattr("projections.projector.time.sleep", no_waiting)
     answers = [
         alice.get(MEMORIES, **at(head)),
         alice.get(MEMORIES, **at(first)),
@@ -171,8 +170,11 @@ def test_a_read_past_the_bound_waits_out_the_configured_bound_then_answers_503(b
     position = services.store.append(memory_stream_id("a", "global", ""), 0, [MemorySaved(unprojected)], EventMetadata())
     waits: list[tuple[int, float]] = []
     wait_for = services.projector.wait_for
-    monkeypatch.setattr(services.projector, "wait_for",
-                        lambda wanted, timeout: waits.append((wanted, timeout)) or wait_for(wanted, timeout))
+    def recording_wait_for(wanted: int, timeout: float) -> tuple[bool, int]:
+        waits.append((wanted, timeout))
+        return wait_for(wanted, timeout)
+
+    monkeypatch.setattr(services.projector, "wait_for", recording_wait_for)
 
     response = alice.get(MEMORIES, headers={"X-Min-Position": str(position)})
 

@@ -165,7 +165,7 @@ def _events_in(url: str, count: int):  # type: ignore[no-untyped-def]
         services.database.dispose()
 
 
-def _types(services: Services) -> dict[int, str]:  # type: ignore[no-untyped-def]
+def _types(services: Services) -> dict[int, str]:
     with services.database.read() as conn:
         return dict(conn.execute(_TYPES).all())
 

@@ -180,7 +180,7 @@ def test_a_write_racing_the_erasure_is_either_erased_or_after_it(erasable: tuple
     import threading
 
     admin, alice, _, _ = erasable
-    stop, written = threading.Event(), []
+    stop, written = threading.Event(), list[str]()
 
     def write() -> None:
         while not stop.is_set():
@@ -226,7 +226,7 @@ def test_a_rebuild_or_a_snapshot_racing_an_erasure_keeps_nothing_of_it(erasable:
     real_feed = search_service.SearchService._feed
     erased: list[int] = []
 
-    def feed_then_erase(self, index, progress=None):  # the erasure commits while a fresh index is read
+    def feed_then_erase(self: Any, index: Any, progress: Any = None) -> Any:  # the erasure commits while a fresh index is read
         fault = real_feed(self, index, progress)
         if not erased and index is not self._index:
             erased.append(0)  # once: the erasure's own catch-up builds a fresh index too
@@ -260,7 +260,8 @@ def test_an_answer_read_while_an_erasure_committed_is_never_kept(erasable: tuple
     later = IdempotencyClaim(alice.user_id, "tool-get-2", "fingerprint")
     keys.take(later)
     keys.remember(later, 200, {"ok": True}, keys.erasure_mark())
-    assert keys.find(alice.user_id, "tool-get-2").response == {"ok": True}  # an answer after it is kept
+    kept = keys.find(alice.user_id, "tool-get-2")
+    assert kept is not None and kept.response == {"ok": True}  # an answer after it is kept
 
 
 def test_an_erasure_retried_with_its_idempotency_key_replays_its_certificate(erasable: tuple[Caller, Caller, Caller,

@@ -9,7 +9,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from hypothesis import given
 from hypothesis import strategies as st
-from sqlalchemy import delete, select
+from sqlalchemy import Connection, delete, select
 
 from commands.model import DeleteMemory
 from events.audit import AuditQuery, list_audit
@@ -70,7 +70,7 @@ POSTGRES_ONLY = {"ix_events_stream_code_points"}  # an expression index (COLLATE
 
 
 def test_the_migrations_create_exactly_the_declared_schema(any_services: Services) -> None:
-    def declared(item, name, kind, reflected, _compared):
+    def declared(item: Any, name: str | None, kind: str, reflected: bool, _compared: Any) -> bool:
         return not (kind == "index" and reflected and name in POSTGRES_ONLY)
 
     with any_services.database.read() as conn:
@@ -99,7 +99,7 @@ def test_an_event_the_code_cannot_read_stops_projection_instead_of_being_skipped
 _PARAMETER = re.compile(r"%\((\w+)\)s")  # psycopg's named parameter
 
 
-def _plan(conn, statement: str, parameters: Any) -> str:
+def _plan(conn: Connection, statement: str, parameters: Any) -> str:
     """The database's plan for a statement the code ran, as text; on PostgreSQL its generic plan (the one a
     prepared statement settles on, which cannot see the parameters' values)."""
     if conn.dialect.name == "sqlite":

@@ -123,8 +123,9 @@ def test_the_memory_tool_answers_ok_false_for_unstorable_text(admin: Caller, ser
                                  content_type="application/json", headers={"Authorization": f"Bearer {token}"})
 
     assert response.status_code == 200
-    assert response.json["ok"] is False
-    assert response.json["error"] == f"'content' {SURROGATE_MESSAGE}"
+    answer: Any = response.json
+    assert answer["ok"] is False
+    assert answer["error"] == f"'content' {SURROGATE_MESSAGE}"
     assert event_count(services) == 0
 
 
@@ -204,7 +205,8 @@ def _tool(services: Services, admin: Caller) -> Any:
         response = admin.client.post(f"/v1/api/sessions/{session.session_id}/memory", json=arguments,
                                      headers={"Authorization": f"Bearer {token}"})
         assert response.status_code == 200
-        return dict(response.json)
+        answer: dict[str, Any] = response.get_json()
+        return answer
 
     return call
 
@@ -420,7 +422,7 @@ def test_a_client_request_id_is_kept_only_in_token_form(admin: Caller, supplied:
 
 
 def test_every_operation_documents_the_errors_the_routes_give(alice: Caller) -> None:
-    document = alice.client.get("/v1/api/openapi.json").json
+    document: Any = alice.client.get("/v1/api/openapi.json").json
     for path, item in document["paths"].items():
         for method, operation in item.items():
             assert {"400", "401", "404", "405", "409", "413", "500", "503"} <= set(operation["responses"]), (method, path)

@@ -106,14 +106,15 @@ def test_every_cell_of_the_matrix_holds_over_http(services: Services, app: Flask
         if scope != "inherited":
             arguments["scope"] = scope
         result = client.post(f"/v1/api/sessions/{world.session.session_id}/memory", json=arguments,
-                             headers={"Authorization": f"Bearer {world.token}"}).json
+                             headers={"Authorization": f"Bearer {world.token}"}).get_json()
+        assert result is not None
         want = rules.expected(kind, action, scope, setup, user)
         if (got := _outcome(world, result, want)) != want:
             mismatches.append(f"{action} scope={scope}: expected {want!r}, got {got!r}")
     assert not mismatches, "\n".join(mismatches)
 
 
-def _outcome(world: World, result: dict, want: str) -> str:
+def _outcome(world: World, result: dict[str, Any], want: str) -> str:
     """Describe the result in the matrix's words (anything unexpected is spelled out)."""
     if not result["ok"]:
         for label, phrase in REFUSALS.items():
@@ -131,4 +132,4 @@ def _outcome(world: World, result: dict, want: str) -> str:
     expected_namespace = world.namespaces.get(want)
     if expected_namespace is not None and (memory["scope"], memory["scope_id"]) != tuple(vars(expected_namespace).values()):
         return f"wrong namespace: {memory['scope']}/{memory['scope_id']}"
-    return memory["scope"]
+    return str(memory["scope"])

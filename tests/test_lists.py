@@ -128,7 +128,7 @@ def test_a_page_of_several_patterns_is_one_statement_of_index_reads_merged(any_s
     order, merged: PostgreSQL merges the ordered reads (``Merge Append``, no sort); SQLite sorts only each
     read's own rows (a temporary B-tree over a subquery's output, never over the table)."""
     churn(any_services, seed=5, writes=40)
-    values = {"type": "feedback" if typed else "", "limit": 100}
+    values: dict[str, Any] = {"type": "feedback" if typed else "", "limit": 100}
     for number, (scoped, scope) in enumerate(zip(shape, ENVELOPES[shape], strict=True)):
         values |= {f"scope_{number}": scope, f"scope_id_{number}": f"{scope[0]}{number}" if scoped else None}
     with any_services.database.read() as conn:

@@ -32,7 +32,7 @@ def scrape(client: Any) -> Samples:
     return parsed(response.get_data(as_text=True))
 
 
-def requests(samples: dict, route: str, method: str, status: int) -> float:
+def requests(samples: dict[Any, float], route: str, method: str, status: int) -> float:
     return samples.get(("memoryd_http_requests_total", (("method", method), ("route", route),
                                                          ("status", str(status)))), 0.0)
 

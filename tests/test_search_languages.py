@@ -116,7 +116,8 @@ def test_a_snapshot_of_another_analyzer_is_never_served_the_index_is_built_from_
     try:
         with caplog.at_level(logging.INFO):
             hits = stemming.search.search(MemoryFilter(), "research", 5)
-        ready = create_app(stemming).test_client().get("/readyz").json["search"]
+        readiness: Any = create_app(stemming).test_client().get("/readyz").json
+        ready = readiness["search"]
     finally:
         stemming.database.dispose()
     assert len(hits) == 1  # stemmed from the log: the snapshot's exact words would not have matched
@@ -158,7 +159,7 @@ def test_readyz_says_starting_while_the_index_is_built_from_the_log(speaking: Ca
     starting = client.get("/readyz")
     release.set()
     warming.join(30)
-    assert starting.status_code == 503 and starting.json["status"] == "starting"
-    assert starting.json["search"]["index"] == "building from the log: no snapshot is stored"
+    assert starting.status_code == 503 and starting.get_json()["status"] == "starting"
+    assert starting.get_json()["search"]["index"] == "building from the log: no snapshot is stored"
     ready = client.get("/readyz")
-    assert ready.status_code == 200 and ready.json["search"]["index"] == "built from the log: no snapshot is stored"
+    assert ready.status_code == 200 and ready.get_json()["search"]["index"] == "built from the log: no snapshot is stored"

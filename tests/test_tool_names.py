@@ -67,7 +67,8 @@ def test_bad_tool_names_are_a_400_naming_the_field(agent: AgentSession, tool_nam
 
 
 def test_the_openapi_document_describes_tool_names(app: Flask) -> None:
-    schemas = app.test_client().get("/v1/api/openapi.json").json["components"]["schemas"]
+    document: Any = app.test_client().get("/v1/api/openapi.json").json
+    schemas = document["components"]["schemas"]
     for request in ("TurnRequest", "SignalRequest"):
         assert schemas[request]["properties"]["tool_names"]["allOf"] == [{"$ref": "#/components/schemas/ToolNames"}]
     assert set(schemas["ToolNames"]["properties"]) == set(PER_VERB)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -28,7 +29,7 @@ def run(sqlite_url: str) -> Callable[..., Result]:
     return invoke
 
 
-def _jsonl(tmp_path: Path, records, name="memories.jsonl"):
+def _jsonl(tmp_path: Path, records: list[Any], name: str = "memories.jsonl") -> str:
     path = tmp_path / name
     path.write_text("".join(json.dumps(record) + "\n" for record in records))
     return str(path)
@@ -108,8 +109,9 @@ def test_a_process_started_from_a_snapshot_follows_the_log_from_there(sqlite_url
     from memoryd.domain import Namespace
 
     services = make_services(sqlite_url)
-    save = lambda name, text: services.bus.handle(  # noqa: E731
-        SaveMemory(name, text, "d", None, Namespace("global", "")), EventMetadata())
+    def save(name: str, text: str) -> None:
+        services.bus.handle(SaveMemory(name, text, "d", None, Namespace("global", "")), EventMetadata())
+
     save("first", "alpha")
     services.search.save_snapshot()
     save("second", "alpha beta")

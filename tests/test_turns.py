@@ -125,7 +125,7 @@ def test_the_context_is_the_last_three_user_texts_and_assistant_turns_do_not_cou
 def test_list_content_gives_text_parts_and_bare_strings_and_the_cut_falls_on_a_message(agent: AgentSession) -> None:
     agent.save("alpha_topic", "alpha")
     agent.save("bravo_topic", "bravo")
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "user", "content": "alpha"},  # beyond the cut: the next message already gives three texts
         {"role": "user", "content": [{"type": "text", "text": "bravo"}, "one",
                                      {"type": "image_url", "image_url": {"url": "alpha"}}, "two"]},
@@ -138,7 +138,9 @@ def test_list_content_gives_text_parts_and_bare_strings_and_the_cut_falls_on_a_m
 def test_no_context_injects_the_most_recent_memories(agent: AgentSession) -> None:
     for number in range(7):
         agent.save(f"note_{number}", f"note {number}")
-    for body in ({"messages": [{"role": "assistant", "content": "hello"}]}, {"messages": []}, {"query": "   "}, {}):
+    bodies: list[dict[str, Any]] = [{"messages": [{"role": "assistant", "content": "hello"}]}, {"messages": []},
+                                     {"query": "   "}, {}]
+    for body in bodies:
         turn = agent.turn(**body)
         assert {item["name"] for item in turn["items"]} == {f"note_{number}" for number in range(2, 7)}, body
         assert all(item["score"] is None for item in turn["items"])
@@ -293,7 +295,7 @@ def test_a_failure_inside_retrieval_degrades_to_an_empty_block_never_a_500(agent
                                                                            monkeypatch: pytest.MonkeyPatch, failing: str) -> None:
     agent.save("deploy_process", "deploy with buildkite")
 
-    def broken(*args, **kwargs) -> None:
+    def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("index on fire")
 
     if failing == "catching up":

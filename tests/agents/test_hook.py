@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+from typing import Any
 
 import httpx
 import pytest
@@ -27,7 +28,7 @@ def save(agent: dict[str, str], name: str, content: str) -> None:
     assert answer.json()["ok"], answer.json()
 
 
-def hook(event: str, payload: dict, url: str, token: str, **settings: str) -> subprocess.CompletedProcess[str]:
+def hook(event: str, payload: dict[str, Any], url: str, token: str, **settings: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MEMORYD_URL": url, "MEMORYD_SESSION_TOKEN": token, **settings}
     return subprocess.run([sys.executable, "-m", "memoryd", "hook", "claude-code", event], input=json.dumps(payload),
                           capture_output=True, text=True, timeout=30, env=env)

@@ -41,7 +41,7 @@ EMPTY = inspect.Parameter.empty
 KW, POS = inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD
 
 # The reference SDK's memory surface (turnstone 1.8.x): name -> [(parameter, kind, default)]
-REFERENCE = {
+REFERENCE: dict[tuple[str, str], list[tuple[str, Any, Any]]] = {
     ("server", "list_memories"): [("mem_type", KW, ""), ("scope", KW, ""), ("scope_id", KW, ""), ("limit", KW, 100)],
     ("server", "save_memory"): [("name", POS, EMPTY), ("content", POS, EMPTY), ("description", KW, EMPTY),
                                 ("mem_type", KW, "general"), ("scope", KW, "global"), ("scope_id", KW, "")],
@@ -56,7 +56,7 @@ REFERENCE = {
     ("console", "delete_memory"): [("memory_id", POS, EMPTY)],
 }
 # What memoryd adds to them, after the reference's own and keyword-only, so reference calls run unchanged
-EXTENSIONS = {
+EXTENSIONS: dict[tuple[str, str], list[tuple[str, Any, Any]]] = {
     ("console", "list_memories"): [("as_of", KW, None)],
     ("console", "search_memories"): [("as_of", KW, None)],
     ("console", "get_memory"): [("as_of", KW, None)],
@@ -331,7 +331,7 @@ def test_a_turn_makes_one_attempt_bounded_by_its_timeout_and_fails_open() -> Non
     """The bound is the request's own timeout and no retry (its wall time is in bench/agents)."""
     seen: list[httpx.Request] = []
 
-    def slow(request: httpx.Request) -> None:
+    def slow(request: httpx.Request) -> httpx.Response:
         seen.append(request)
         raise httpx.ReadTimeout("memoryd took too long", request=request)
 
