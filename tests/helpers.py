@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import count
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from flask import Flask
@@ -41,6 +41,12 @@ from memoryd.domain import Memory, Namespace
 from memoryd.schema import memory_counts, structured_memories
 from projections.filters import MemoryFilter, ScopePattern
 from projections.search import SearchIndex, Tuning
+
+
+def present(value: T | None) -> T:
+    """``value``, which the test expects to exist (a lookup that found nothing fails the test here)."""
+    assert value is not None
+    return value
 
 
 def table_rows(services: Services) -> list[dict[str, Any]]:
@@ -134,6 +140,7 @@ def rebuild_equals_live(services: Services) -> bool:
 
 GLOBAL = Namespace("global", "")
 UNDER_CI = os.environ.get("CI", "").lower() == "true"
+T = TypeVar("T")
 
 
 def save_memory(services: Services, name: str, content: str = "content", namespace: Namespace = GLOBAL,

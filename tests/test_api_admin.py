@@ -26,14 +26,14 @@ MISSING_PERMISSION = "Forbidden: missing 'admin.memories' permission"
 MEMORY_FIELDS = {"memory_id", "name", "description", "type", "scope", "scope_id", "content", "created", "updated"}
 
 
-def seed(services: Services, name, scope="global", scope_id="", memory_type=None, content="some content",
-         description="a description"):
+def seed(services: Services, name: str, scope: str = "global", scope_id: str = "", memory_type: str | None = None,
+         content: str = "some content", description: str = "a description") -> str:
     """Save straight through the command bus, so any scope (coordinator, project) can be seeded."""
     command = SaveMemory(name, content, description, memory_type, Namespace(scope, scope_id))
     return services.bus.handle(command, EventMetadata(surface="tool")).memory.memory_id
 
 
-def names(response):
+def names(response: Any) -> list[str]:
     return sorted(listed(response))
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from memoryd.app.services import Services
-from tests.helpers import Caller, MakeCaller
+from tests.helpers import Caller, MakeCaller, present
 
 AUDIT = "/v1/api/admin/audit"
 ADMIN_MEMORIES = "/v1/api/admin/memories"
@@ -22,14 +22,14 @@ CLIENT = {"REMOTE_ADDR": "203.0.113.7"}
 METADATA_KEYS = {"actor_user_id", "token_id", "surface", "client_ip", "request_id"}
 
 
-def save(caller, name, request_id="", **fields):
+def save(caller: Caller, name: str, request_id: str = "", **fields: Any) -> Any:
     """Save from CLIENT's address, sending ``request_id`` as X-Request-Id when given."""
     body = {"name": name, "content": "some content", "description": "a description", **fields}
     headers = {"X-Request-Id": request_id} if request_id else {}
     return caller.post("/v1/api/memories", json=body, headers=headers, environ_base=CLIENT)
 
 
-def records(admin: Caller, query=""):
+def records(admin: Caller, query: str = "") -> Any:
     response = admin.get(f"{AUDIT}{query}")
     assert response.status_code == 200, response.json
     return response.json["records"]
@@ -38,7 +38,7 @@ def records(admin: Caller, query=""):
 PROJECT_AND_TOOL_FIELDS = ("session_id", "workstream_id", "project_id", "member", "access", "user_id", "token_id", "reason")
 
 
-def without_position_and_time(record):
+def without_position_and_time(record: dict[str, Any]) -> dict[str, Any]:
     """The memory record's fields (the tool and project fields are empty for REST writes: checked here)."""
     assert all(record[key] == "" for key in PROJECT_AND_TOOL_FIELDS)
     return {key: value for key, value in record.items() if key not in ("position", "time", *PROJECT_AND_TOOL_FIELDS)}
@@ -154,8 +154,8 @@ def test_every_event_in_the_log_records_who_did_it_and_from_where(admin: Caller,
 
     events = list(services.store.iter_all())
     assert all(METADATA_KEYS <= set(event.metadata) for event in events)
-    alice_token = services.directory.authenticate(alice.token).token_id
-    admin_token = services.directory.authenticate(admin.token).token_id
+    alice_token = present(services.directory.authenticate(alice.token)).token_id
+    admin_token = present(services.directory.authenticate(admin.token)).token_id
     assert [
         tuple(event.metadata[key] for key in ("actor_user_id", "token_id", "surface", "client_ip", "request_id"))
         for event in events

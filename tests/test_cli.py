@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from memoryd.cli import main
-from tests.helpers import free_port, make_services, wait_until_serving
+from tests.helpers import free_port, make_services, present, wait_until_serving
 
 
 @pytest.fixture
@@ -29,8 +29,8 @@ def run(sqlite_url: str) -> Callable[..., Result]:
     return invoke
 
 
-def _last_line(result) -> str:
-    return result.output.strip().splitlines()[-1]
+def _last_line(result: Result) -> str:
+    return str(result.output).strip().splitlines()[-1]
 
 
 def test_create_commands_print_the_new_id_or_token_on_their_last_line(run: Callable[..., Result], sqlite_url: str) -> None:
@@ -46,7 +46,7 @@ def test_create_commands_print_the_new_id_or_token_on_their_last_line(run: Calla
     principal = services.directory.authenticate(_last_line(token))
     assert principal is not None and principal.user_id == user_id
     assert principal.permissions == {"admin.memories"}
-    assert services.directory.workstream(_last_line(workstream)).owner_user_id == user_id
+    assert present(services.directory.workstream(_last_line(workstream))).owner_user_id == user_id
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -91,7 +91,7 @@ def _serve(sqlite_url: str, extra_env: dict[str, str]) -> tuple[subprocess.Popen
     raise AssertionError(f"memoryd serve did not come up: {process.communicate()}")
 
 
-def _request(port: int, token: str, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+def _request(port: int, token: str, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
     request = urllib.request.Request(
         f"http://127.0.0.1:{port}{path}", method=method, data=json.dumps(body).encode() if body else None,
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
@@ -159,10 +159,10 @@ def test_workstreams_and_sessions_are_managed_from_the_command_line(run: Callabl
     project = _last_line(run("projects", "create", "--owner", owner, "--name", "apollo"))
     workstream = _last_line(run("workstreams", "create", "--owner", owner, "--project", project, "--no-memory"))
     services = make_services(sqlite_url)
-    found = services.directory.workstream(workstream)
+    found = present(services.directory.workstream(workstream))
     assert (found.project_id, found.persona_memory) == (project, False)
     assert run("workstreams", "update", workstream, "--detach", "--memory").exit_code == 0
-    found = services.directory.workstream(workstream)
+    found = present(services.directory.workstream(workstream))
     assert (found.project_id, found.persona_memory) == (None, True)
     assert run("workstreams", "create", "--owner", owner, "--project", "missing").exit_code == 1
     created = run("sessions", "create", "--kind", "coordinator", "--workstream", workstream, "--user", owner)

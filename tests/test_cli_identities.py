@@ -89,7 +89,7 @@ def test_a_lost_admin_token_is_replaced_from_the_command_line(cli: tuple[Callabl
                       "--permission", "admin.memories", "--name", "replaces the lost one"))
     client = create_app(services).test_client()
     answer = client.get("/v1/api/admin/users", headers={"Authorization": f"Bearer {fresh}"})
-    assert answer.status_code == 200 and [u["name"] for u in answer.json["users"]] == ["admin"]
+    assert answer.status_code == 200 and [u["name"] for u in answer.get_json()["users"]] == ["admin"]
     lost = [t for t in _lines(run("tokens", "list")) if t["name"] == "admin (first start)"]
     run("tokens", "revoke", lost[0]["token_id"], "--reason", "lost")
     assert client.get("/v1/api/token", headers={"Authorization": f"Bearer {fresh}"}).status_code == 200

@@ -170,7 +170,8 @@ def test_a_read_past_the_bound_waits_out_the_configured_bound_then_answers_503(b
     position = services.store.append(memory_stream_id("a", "global", ""), 0, [MemorySaved(unprojected)], EventMetadata())
     waits: list[tuple[int, float]] = []
     wait_for = services.projector.wait_for
-    def recording_wait_for(wanted: int, timeout: float) -> tuple[bool, int]:
+
+    def recording_wait_for(wanted: int, timeout: float) -> Any:
         waits.append((wanted, timeout))
         return wait_for(wanted, timeout)
 

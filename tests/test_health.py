@@ -87,8 +87,8 @@ def test_readyz_is_ready_on_an_empty_log(services: Services) -> None:
     response = client_of(services).get("/readyz")
 
     assert response.status_code == 200
-    assert response.json["head"] == 0
-    assert response.json["lag"] == lags(0)
+    assert response.get_json()["head"] == 0
+    assert response.get_json()["lag"] == lags(0)
 
 
 def test_readyz_answers_503_lagging_when_a_projection_is_further_behind_than_allowed(lagging: Any) -> None:
@@ -98,7 +98,7 @@ def test_readyz_answers_503_lagging_when_a_projection_is_further_behind_than_all
     response = client_of(services).get("/readyz")
 
     assert response.status_code == 503
-    assert {key: value for key, value in response.json.items() if key != "search"} == {
+    assert {key: value for key, value in response.get_json().items() if key != "search"} == {
         "status": "lagging", "head": 1, "lag": lags(1), "max_lag": 0}
 
 
@@ -111,8 +111,8 @@ def test_readyz_is_ready_when_the_lag_equals_the_limit(lagging: Any) -> None:
     writer.save("two")
     past_limit = client_of(services).get("/readyz")
 
-    assert (at_limit.status_code, at_limit.json["lag"]) == (200, lags(1))
-    assert (past_limit.status_code, past_limit.json["status"]) == (503, "lagging")
+    assert (at_limit.status_code, at_limit.get_json()["lag"]) == (200, lags(1))
+    assert (past_limit.status_code, past_limit.get_json()["status"]) == (503, "lagging")
 
 
 def test_readyz_recovers_once_the_projection_catches_up(lagging: Any) -> None:
@@ -124,7 +124,7 @@ def test_readyz_recovers_once_the_projection_catches_up(lagging: Any) -> None:
 
     response = client_of(services).get("/readyz")
     assert response.status_code == 200
-    assert response.json["lag"] == lags(0)
+    assert response.get_json()["lag"] == lags(0)
 
 
 def test_readyz_answers_503_when_the_database_file_is_gone(tmp_path: Path) -> None:
@@ -138,8 +138,8 @@ def test_readyz_answers_503_when_the_database_file_is_gone(tmp_path: Path) -> No
     response = client.get("/readyz")
 
     assert response.status_code == 503
-    assert response.json["status"] == "unavailable"
-    assert "database unreachable" in response.json["error"]
+    assert response.get_json()["status"] == "unavailable"
+    assert "database unreachable" in response.get_json()["error"]
 
 
 def test_readyz_answers_503_when_the_database_server_is_unreachable() -> None:
@@ -148,7 +148,7 @@ def test_readyz_answers_503_when_the_database_server_is_unreachable() -> None:
     response = client_of(services).get("/readyz")
 
     assert response.status_code == 503
-    assert response.json["status"] == "unavailable"
+    assert response.get_json()["status"] == "unavailable"
     services.database.dispose()
 
 
@@ -159,5 +159,5 @@ def test_readyz_answers_503_when_the_checkpoints_cannot_be_read(services: Servic
     response = client_of(services).get("/readyz")
 
     assert response.status_code == 503
-    assert response.json["status"] == "unavailable"
-    assert set(response.json) == {"status", "error"}
+    assert response.get_json()["status"] == "unavailable"
+    assert set(response.get_json()) == {"status", "error"}

@@ -15,7 +15,7 @@ from commands.supersede import SupersedeEvent
 from events import store
 from events.types import EventMetadata, memory_stream_id
 from memoryd.app.services import Services
-from tests.helpers import Caller
+from tests.helpers import Caller, present
 
 if TYPE_CHECKING:
     from tests.helpers import MakeCaller
@@ -50,7 +50,7 @@ def test_a_superseded_event_is_shown_as_the_projections_applied_it(any_make_call
     alice, admin = any_make_caller(), any_make_caller("read,write", ("admin.memories",))
     saved = alice.save("deploy_steps", "a secret slipped in", "d")
     memory_id, position = saved.get_json()["memory_id"], int(saved.headers["X-Memory-Position"])
-    original = any_services.store.event_at(position)
+    original = present(any_services.store.event_at(position))
     payload = {"memory": original.payload["memory"] | {"content": "[removed]"}}
     replacement = {"event_type": original.event_type, "payload": payload}
     any_services.bus.handle(SupersedeEvent(position, "a secret", replacement), EventMetadata(surface="cli"))
@@ -86,7 +86,7 @@ def test_an_event_the_code_cannot_read_is_shown_as_stored_and_long_streams_are_r
         (1, "kept as stored", "intruder"), (2, "two", ""), (3, "three", "")]
 
 
-def restore(admin: Caller, memory_id: str, version) -> object:
+def restore(admin: Caller, memory_id: str, version: Any) -> Any:
     return admin.post(f"/v1/api/admin/memories/{memory_id}/restore", json={"version": version})
 
 

@@ -83,11 +83,11 @@ def test_tokens_are_listed_without_their_secret_and_revoked_for_good(admin: Call
     assert made["token_id"] in [token["token_id"] for token in listed]
     assert secret not in json.dumps(listed) and hashlib.sha256(secret.encode()).hexdigest() not in json.dumps(listed)
     own = admin.client.get("/v1/api/token", headers=_bearer(secret))
-    assert own.status_code == 200 and own.json["token_id"] == made["token_id"] and "token" not in own.json
+    assert own.status_code == 200 and own.get_json()["token_id"] == made["token_id"] and "token" not in own.get_json()
     revoked = admin.delete(f"{TOKENS}/{made['token_id']}", json={"reason": "leaked in a log"})
     assert revoked.status_code == 200 and revoked.json["revoked_at"] is not None
     answer = admin.client.get("/v1/api/memories", headers=_bearer(secret))
-    assert answer.status_code == 401 and answer.json["reason"] == "token revoked"
+    assert answer.status_code == 401 and answer.get_json()["reason"] == "token revoked"
     [record] = _audit(admin, "token.revoke")
     assert (record["token_id"], record["reason"], record["actor"]) == (made["token_id"], "leaked in a log", admin.user_id)
     assert admin.get(TOKENS, query_string={"user_id": alice.user_id, "state": "revoked"}).json["tokens"][0][
@@ -102,7 +102,7 @@ def test_an_expired_token_is_refused_naming_why(admin: Caller, alice: Caller, se
     with services.database.write() as conn:
         conn.execute(update(tokens).where(tokens.c.token_id == made["token_id"]).values(expires_at="2000-01-01T00:00:00"))
     answer = admin.client.get("/v1/api/memories", headers=_bearer(made["token"]))
-    assert answer.status_code == 401 and answer.json["reason"] == "token expired"
+    assert answer.status_code == 401 and answer.get_json()["reason"] == "token expired"
     unknown = admin.client.get("/v1/api/memories", headers=_bearer("mdt_" + "x" * 43))
     assert unknown.json == {"error": "Unauthorized: missing or invalid token"}  # nothing more for a guess
 
@@ -144,7 +144,7 @@ def test_a_session_closes_with_its_own_token_and_its_receipts_stay(world: World,
     agent.turn("how do we deploy?")
     closed = admin.client.delete(f"/v1/api/sessions/{agent.session_id}", headers=agent.headers,
                                  json={"reason": "done"})
-    assert closed.status_code == 200 and [s["state"] for s in closed.json["closed"]] == ["closed"]
+    assert closed.status_code == 200 and [s["state"] for s in closed.get_json()["closed"]] == ["closed"]
     refused = _save(agent, "after_close")
     assert refused.status_code == 401 and refused.json["reason"] == "session closed"
     receipts = admin.get(f"/v1/api/admin/sessions/{agent.session_id}/turns")

@@ -11,23 +11,26 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import pytest
-from sqlalchemy import event, insert, select
+from sqlalchemy import Connection, event, insert, select
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
+from commands.handlers import Outcome
 from commands.model import SaveMemory
 from events.idempotency import IdempotencyClaim, IdempotencyKeyTaken
 from events.types import EventMetadata, MemorySaved, memory_stream_id
 from memoryd.app.services import Services
 from memoryd.domain import Memory, Namespace
 from memoryd.schema import events, projection_checkpoints, projection_faults
-from tests.helpers import make_services, rebuild_equals_live, refuse_events, refuse_memory_rows, table_rows
+from tests.helpers import make_services, present, rebuild_equals_live, refuse_events, refuse_memory_rows, table_rows
 
 GLOBAL = Namespace("global", "")
 
 
-def save(services: Services, name: str, content: str = "c", claim: IdempotencyClaim | None = None):
+def save(services: Services, name: str, content: str = "c", claim: IdempotencyClaim | None = None) -> Outcome:
     return services.bus.handle(SaveMemory(name, content, "d", None, GLOBAL), EventMetadata(surface="rest"), claim)
 
 
@@ -54,14 +57,14 @@ def test_a_projection_that_fails_is_rolled_back_and_the_append_stands(any_servic
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     save(any_services, "before")
 
-    def broken(conn, recorded) -> None:
+    def broken(conn: Connection, recorded: Any) -> None:
         conn.execute(insert(projection_checkpoints).values(name="half_written", position=1))
         raise RuntimeError("disk on fire")
 
     with monkeypatch.context() as patch:
         patch.setattr(any_services.memory_table, "apply", broken)
         outcome = save(any_services, "during")
-    assert any_services.store.last_event(memory_stream_id("during", "global", "")).position == outcome.position
+    assert present(any_services.store.last_event(memory_stream_id("during", "global", ""))).position == outcome.position
     with any_services.database.read() as conn:
         names = set(conn.execute(select(projection_checkpoints.c.name)).scalars())
     assert "half_written" not in names  # what the failing projection wrote went with it
@@ -79,7 +82,7 @@ def test_a_read_model_row_the_database_refuses_at_the_commit_still_lets_the_appe
     allow = refuse_memory_rows(any_services, "refused")
     refused = save(any_services, "refused", "refused")
     assert refused.created and refused.version == 1  # appended once: the run again found no event of its own
-    assert any_services.store.last_event(memory_stream_id("refused", "global", "")).position == refused.position
+    assert present(any_services.store.last_event(memory_stream_id("refused", "global", ""))).position == refused.position
     assert [row["name"] for row in table_rows(any_services)] == ["before"]
     [fault] = any_services.projector.faults()
     assert (fault.projection, fault.position) == ("structured_memories", refused.position)
@@ -161,16 +164,16 @@ def test_the_stream_read_with_the_append_lock_answers_for_that_stream_until_an_a
     with any_services.database.unit() as conn, monkeypatch.context() as patch:
         store.hold_appends(conn, reading=stream)
         patch.setattr("events.store._LAST", _Unread())
-        assert store.last_event(stream).position == before.position  # answered from what the lock's statement read
+        assert present(store.last_event(stream)).position == before.position  # answered from what the lock's statement read
     other = memory_stream_id("not_read_ahead", "global", "")
     elsewhere = save(any_services, "not_read_ahead")
     with any_services.database.unit() as conn:
         store.hold_appends(conn, reading=stream)
-        assert store.last_event(other).position == elsewhere.position  # another stream: read from the log
+        assert present(store.last_event(other)).position == elsewhere.position  # another stream: read from the log
     with any_services.database.unit() as conn:
         store.hold_appends(conn, reading=stream)
         position = store.append(stream, 1, [_saved("read_ahead")], EventMetadata())
-        assert store.last_event(stream).position == position
+        assert present(store.last_event(stream)).position == position
 
 
 class _Unread:
@@ -255,7 +258,7 @@ def test_appends_go_on_while_another_catch_up_holds_a_checkpoint(postgres_url: s
         services.database.dispose()
 
 
-def _eventually(condition, seconds: float = 20.0) -> bool:
+def _eventually(condition: Callable[[], bool], seconds: float = 20.0) -> bool:
     """Whether ``condition`` holds within ``seconds`` (a liveness bound, not a timing)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
