@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -29,12 +30,12 @@ def cli(sqlite_url: str) -> Iterator[tuple[Callable[..., Result], Services]]:
     services.database.dispose()
 
 
-def _lines(result):
+def _lines(result: Result) -> list[Any]:
     return [json.loads(line) for line in result.output.strip().splitlines()]
 
 
-def _last(result):
-    return result.output.strip().splitlines()[-1]
+def _last(result: Result) -> str:
+    return str(result.output).strip().splitlines()[-1]
 
 
 def test_a_name_is_taken_once(cli: tuple[Callable[..., Result], Services]) -> None:
@@ -68,7 +69,7 @@ def test_users_tokens_and_sessions_through_their_lifecycle(cli: tuple[Callable[.
     assert [w["workstream_id"] for w in _lines(run("workstreams", "list", "--owner", alice))] == [workstream]
     project = _last(run("projects", "create", "--owner", alice, "--name", "apollo"))
     assert [p["project_id"] for p in _lines(run("projects", "list", "--owner", alice))] == [project]
-    actions = {}
+    actions: dict[str, Any] = {}
     with services.database.read() as conn:
         from events.audit import AuditQuery, list_audit
 

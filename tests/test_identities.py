@@ -15,29 +15,29 @@ from sqlalchemy import update
 
 from memoryd.app.services import Services
 from memoryd.schema import events, sessions, tokens
-from tests.helpers import Caller, MakeCaller, World
+from tests.helpers import AgentSession, Caller, MakeCaller, World
 
 USERS, TOKENS, SESSIONS, AUDIT = "/v1/api/admin/users", "/v1/api/admin/tokens", "/v1/api/admin/sessions", \
     "/v1/api/admin/audit"
 
 
-def _bearer(token):
+def _bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-def _token(admin: Caller, user_id, **body):
+def _token(admin: Caller, user_id: str, **body: Any) -> Any:
     response = admin.post(TOKENS, json={"user_id": user_id, "scopes": ["read", "write"], **body})
     assert response.status_code == 201, response.json
     return response.json
 
 
-def _save(agent, name):
+def _save(agent: AgentSession, name: str) -> Any:
     """The memory tool's save over HTTP, its answer as it comes (a refused token: a 401)."""
     return agent.client.post(f"/v1/api/sessions/{agent.session_id}/memory", headers=agent.headers,
                              json={"action": "save", "name": name, "content": "c", "description": "d"})
 
 
-def _audit(admin: Caller, action):
+def _audit(admin: Caller, action: str) -> Any:
     response = admin.get(AUDIT, query_string={"action": action})
     assert response.status_code == 200, response.json
     return response.json["records"]

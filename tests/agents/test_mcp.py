@@ -6,8 +6,9 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 import httpx
@@ -16,8 +17,9 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult, ReadResourceResult, TextContent, TextResourceContents
 
-from tests.helpers import LiveServer, free_port, until
+from tests.helpers import LiveServer, free_port, present, until
 
 TOOLS = {"memory_save", "memory_get", "memory_search", "memory_list", "memory_delete", "memory_context"}
 
@@ -34,11 +36,17 @@ def stdio(live_server: LiveServer, agent: dict[str, str], *extra: str, env: dict
                                  env={**os.environ, **(env if env is not None else settings)})
 
 
-def run(scenario) -> None:
+def run(scenario: Callable[[], Awaitable[None]]) -> None:
     anyio.run(scenario)
 
 
-def text(result) -> str:
+def resource_text(result: ReadResourceResult) -> str:
+    contents = result.contents[0]
+    assert isinstance(contents, TextResourceContents)
+    return contents.text
+
+
+def text(result: CallToolResult) -> str:
     return "".join(block.text for block in result.content if block.type == "text")
 
 
@@ -51,10 +59,10 @@ def test_the_tools_have_their_names_schemas_and_annotations(live_server: LiveSer
             assert set(save.input_schema["required"]) == {"name", "content", "description"}
             assert save.input_schema["properties"]["type"]["anyOf"][0]["enum"] == ["user", "general", "feedback",
                                                                                   "reference"]
-            assert tools["memory_get"].annotations.read_only_hint is True
-            assert tools["memory_search"].annotations.read_only_hint is True
-            assert tools["memory_delete"].annotations.destructive_hint is True
-            assert tools["memory_save"].annotations.read_only_hint is False
+            assert present(tools["memory_get"].annotations).read_only_hint is True
+            assert present(tools["memory_search"].annotations).read_only_hint is True
+            assert present(tools["memory_delete"].annotations).destructive_hint is True
+            assert present(tools["memory_save"].annotations).read_only_hint is False
 
     run(scenario)
 
@@ -83,11 +91,11 @@ def test_every_tool_over_stdio_with_refusals_as_tool_errors(live_server: LiveSer
             missing = await client.call_tool("memory_get", {"name": "nope"})
             assert missing.is_error and "no memory named 'nope'" in text(missing)
             resource = await client.read_resource("memoryd://memories/workstream/mcp_style")
-            assert json.loads(resource.contents[0].text)["content"] == "tabs, not spaces"
-            session = json.loads((await client.read_resource("memoryd://session/current")).contents[0].text)
+            assert json.loads(resource_text(resource))["content"] == "tabs, not spaces"
+            session = json.loads(resource_text(await client.read_resource("memoryd://session/current")))
             assert session["session_id"] == agent["session_id"] and session["in_scope"] >= 1
             prompt = await client.get_prompt("memory_context", {"query": "tabs or spaces"})
-            assert "mcp_style" in prompt.messages[0].content.text
+            assert isinstance(prompt.messages[0].content, TextContent) and "mcp_style" in prompt.messages[0].content.text
             deleted = await client.call_tool("memory_delete", {"name": "mcp_style", "scope": "workstream",
                                                                "expected_version": 1})
             assert not deleted.is_error and text(deleted).startswith("Deleted memory 'mcp_style'")
@@ -102,7 +110,7 @@ def test_memory_context_is_the_http_turn_for_the_same_session_and_query(live_ser
                              "description": "how we deploy", "scope": "workstream"})
     assert saved.json()["ok"]
 
-    async def scenario() -> dict:
+    async def scenario() -> dict[str, Any]:
         async with Client(stdio(live_server, agent)) as client:
             result = await client.call_tool("memory_context", {"query": "how do we deploy"})
             assert not result.is_error
@@ -170,7 +178,7 @@ def http_server(live_server: LiveServer) -> Iterator[str]:
 
 
 @asynccontextmanager
-async def http_client(url: str, token: str):
+async def http_client(url: str, token: str) -> AsyncIterator[Client]:
     """The official client over streamable HTTP, sending the session's token as a bearer token."""
     async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http, \
             Client(_Transport(streamable_http_client(url, http_client=http))) as client:
@@ -180,13 +188,13 @@ async def http_client(url: str, token: str):
 class _Transport:
     """A transport context ``Client`` can enter (the streamable HTTP one, made with our HTTP client)."""
 
-    def __init__(self, context) -> None:
+    def __init__(self, context: Any) -> None:
         self.context = context
 
-    async def __aenter__(self):
+    async def __aenter__(self) -> Any:
         return await self.context.__aenter__()
 
-    async def __aexit__(self, *exc_info):
+    async def __aexit__(self, *exc_info: Any) -> Any:
         return await self.context.__aexit__(*exc_info)
 
 
@@ -197,7 +205,7 @@ def test_over_streamable_http_each_request_acts_as_its_bearer_tokens_session(htt
             saved = await client.call_tool("memory_save", {"name": "http_note", "content": "over http",
                                                            "description": "d", "scope": "workstream"})
             assert not saved.is_error
-            session = json.loads((await client.read_resource("memoryd://session/current")).contents[0].text)
+            session = json.loads(resource_text(await client.read_resource("memoryd://session/current")))
             assert session["session_id"] == agent["session_id"]
 
     run(scenario)
