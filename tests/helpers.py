@@ -1,4 +1,4 @@
-"""Small test utilities shared by several test modules."""
+"""The helpers test modules share: they import them from here, never from one another."""
 
 from __future__ import annotations
 
@@ -41,6 +41,8 @@ from memoryd.domain import Memory, Namespace
 from memoryd.schema import memory_counts, structured_memories
 from projections.filters import MemoryFilter, ScopePattern
 from projections.search import SearchIndex, Tuning
+
+T = TypeVar("T")
 
 
 def present(value: T | None) -> T:
@@ -140,7 +142,6 @@ def rebuild_equals_live(services: Services) -> bool:
 
 GLOBAL = Namespace("global", "")
 UNDER_CI = os.environ.get("CI", "").lower() == "true"
-T = TypeVar("T")
 
 
 def save_memory(services: Services, name: str, content: str = "content", namespace: Namespace = GLOBAL,
