@@ -33,11 +33,11 @@ from api.schemas import (
     RestoreMemoryRequest,
     load,
 )
-from commands.handlers import stream_of
 from commands.model import DeleteMemoryById
 from commands.restore import RestoreMemory
 from events.audit import AuditQuery as AuditFilter
 from events.audit import list_audit, memory_history
+from events.streams import stream_of
 from memoryd.errors import NotFound, ValidationError
 from projections.as_of import list_as_of, memory_as_of, search_as_of
 from projections.filters import MemoryFilter, ScopePattern
@@ -84,7 +84,7 @@ def search() -> tuple[Response, int]:
 @after_position
 def get(memory_id: str) -> tuple[Response, int]:
     if (position := _as_of(load(AsOfQuery(), request.args))) is not None:
-        stream_id = stream_of(memory_id, services().bus.deps)
+        stream_id = stream_of(services().store, services().locator, memory_id)
         found = memory_as_of(services().store, stream_id, memory_id, position) if stream_id else None
         if found is None:
             raise NotFound(f"Memory not found at position {position}")
@@ -108,7 +108,7 @@ def delete(memory_id: str) -> tuple[Response, int]:
 @authorized("read", admin=True)
 def history(memory_id: str) -> tuple[Response, int]:
     """Every write of one memory, from the log (deleted memories included)."""
-    stream_id = stream_of(memory_id, services().bus.deps)
+    stream_id = stream_of(services().store, services().locator, memory_id)
     with services().database.snapshot():  # the stream and its supersedes as of one moment
         versions = memory_history(services().store, memory_id, stream_id) if stream_id else []
     if not versions:

@@ -1,7 +1,9 @@
 """The Flask application factory and its cross-cutting concerns.
 
 Every error, routing and body-size errors included, answers
-``{"error": message}``; every request leaves one JSON log line.
+``{"error": message}``; every request leaves one JSON log line. A database
+that cannot be used just now (down, restarting, out of connections) is a 503
+with ``Retry-After``, which clients retry; a 500 is a storage failure.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import time
 import uuid
 
 from flask import Flask, Response, g, jsonify, request
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.routing import PathConverter
 
@@ -24,7 +26,8 @@ from api.metrics import Metrics
 from api.openapi import build_openapi
 from api.preconditions import etag
 from memoryd.app.services import Services
-from memoryd.errors import MemorydError, Refused, VersionMismatch
+from memoryd.db import out_of_reach, unavailable
+from memoryd.errors import DatabaseUnavailable, MemorydError, Refused, VersionMismatch
 from memoryd.text import checked_text
 
 access_log = logging.getLogger("memoryd.access")
@@ -59,7 +62,7 @@ def create_app(services: Services) -> Flask:
     app.register_blueprint(workstreams.blueprint)
     openapi = build_openapi()
     app.add_url_rule("/v1/api/openapi.json", "openapi", lambda: jsonify(openapi))
-    _register_error_handlers(app)
+    _register_error_handlers(app, config.storage.database_url)
     app.before_request(_start_request)
     app.before_request(_check_url_text)
     app.after_request(_log_request)
@@ -72,7 +75,7 @@ class AnyText(PathConverter):
     regex = "[^/](?s:.)*?"
 
 
-def _register_error_handlers(app: Flask) -> None:
+def _register_error_handlers(app: Flask, database_url: str) -> None:
     def error(message: str, status: int) -> tuple[Response, int]:
         return jsonify({"error": message}), status
 
@@ -86,6 +89,10 @@ def _register_error_handlers(app: Flask) -> None:
         response, status = error(exc.message, exc.status)
         if isinstance(exc, Refused):  # a known credential refused: why, for the operator to act on
             response = jsonify({"error": exc.message, "reason": exc.reason})
+        if exc.code is not None:
+            response = jsonify({"error": exc.message, "code": exc.code})
+        if exc.retry_after is not None:
+            response.headers["Retry-After"] = str(exc.retry_after)
         if status == 401:
             response.headers["WWW-Authenticate"] = 'Bearer realm="memoryd"'
         return response, status
@@ -106,6 +113,11 @@ def _register_error_handlers(app: Flask) -> None:
 
     @app.errorhandler(SQLAlchemyError)
     def storage_error(exc: SQLAlchemyError) -> tuple[Response, int]:
+        if out_of_reach(exc):
+            cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+            error_log.warning("database unavailable on %s %s: %s", request.method, request.path,
+                              unavailable(database_url, cause).message)  # the URL's password masked
+            return domain_error(DatabaseUnavailable("the database is unavailable just now; retry shortly"))
         error_log.exception("storage failure on %s %s", request.method, request.path)
         return error(STORAGE_FAILURES.get(request.endpoint or "", "Memory storage unavailable"), 500)
 

@@ -8,8 +8,11 @@ event stores its answer in the transaction that creates it), so a request
 either happened completely (its change and its key) or not at all. A retry with the same key and request replays
 the stored status and body; with another request it is a 409. A request that
 failed without writing (400, 404, ...) gives the key back: its retry runs
-again. A claim whose attempt died before writing is taken over once it is
-``ABANDONED_AFTER`` old.
+again. A retry of a request still running waits for its answer, briefly, then
+is a 409 ``request_in_progress`` with ``Retry-After``: the same key later gets
+the answer (a permanent conflict has no ``code``). A claim whose attempt is
+gone (its process died) is taken over once its lease runs out, within seconds
+(``events.idempotency.LEASE``).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import math
 import time
 from collections.abc import Callable
 from functools import wraps
@@ -28,16 +32,25 @@ from sqlalchemy import Connection
 from api.context import NestedTooDeep, caller, parse_json, services
 from api.preconditions import etag
 from events.idempotency import IdempotencyClaim, IdempotencyKeyTaken, StoredOutcome
-from memoryd.domain import TIMESTAMP_FORMAT
 from memoryd.errors import Conflict, ValidationError
 from memoryd.text import checked_identifier
 
 KEY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
-ABANDONED_AFTER = dt.timedelta(seconds=60)  # no request runs this long: its attempt died
-WAIT_FOR_HOLDER = 10.0  # seconds a retry waits for the attempt holding its key to answer
+WAIT_FOR_HOLDER = 2.0  # seconds a retry waits for the attempt holding its key to answer, holding a thread
 F = TypeVar("F", bound=Callable[..., Any])
 Rebuild = Callable[[int], tuple[Response, int]]
+
+
+class StillRunning(Conflict):
+    """The attempt holding the key has not answered yet: retry the same request, with the same key, later."""
+
+    code = "request_in_progress"
+
+    def __init__(self, key: str, retry_after: int) -> None:
+        super().__init__(f"{KEY_HEADER} {key!r} is held by a request that is still running; "
+                         f"retry with the same key in {retry_after} s")
+        self.retry_after = retry_after
 
 
 def idempotent(rebuild: Rebuild | None = None) -> Callable[[F], F]:
@@ -58,7 +71,8 @@ def idempotent(rebuild: Rebuild | None = None) -> Callable[[F], F]:
                 g.idempotency_claim = claim
                 erasures_before = services().idempotency.erasure_mark()
                 try:
-                    response, status = view(*args, **kwargs)
+                    with services().idempotency.leased(claim):
+                        response, status = view(*args, **kwargs)
                 except IdempotencyKeyTaken:  # our claim was taken over meanwhile: answer as its holder does
                     continue
                 except BaseException:
@@ -87,8 +101,9 @@ def _claim_or_holder(claim: IdempotencyClaim) -> StoredOutcome | None:
         held = _take(claim)
         if held is None or held.fingerprint != claim.fingerprint or held.answered:
             return held
-        if time.monotonic() >= deadline:
-            raise Conflict(f"{KEY_HEADER} {claim.key!r} is held by a request that is still running; retry shortly")
+        if time.monotonic() >= deadline:  # its lease runs out by then unless its attempt renews it
+            left = held.lease_left(dt.datetime.now(dt.UTC)).total_seconds()
+            raise StillRunning(claim.key, max(1, math.ceil(left)))
         time.sleep(delay)
         delay = min(delay * 2, 0.1)
 
@@ -98,7 +113,7 @@ def _take(claim: IdempotencyClaim) -> StoredOutcome | None:
     keys = services().idempotency
     held = keys.take(claim)
     if held is not None and not held.answered and held.fingerprint == claim.fingerprint \
-            and _claimed_at(held) < dt.datetime.now(dt.UTC) - ABANDONED_AFTER and keys.take_over(claim, held):
+            and held.lease_left(dt.datetime.now(dt.UTC)) < dt.timedelta(0) and keys.take_over(claim, held):
         return None
     return held
 
@@ -125,10 +140,6 @@ def _key_owner() -> str:
     """Keys are per caller: the token's user, or on the memory tool's route the session."""
     session = g.get("session")
     return session.session_id if session is not None else caller().user_id
-
-
-def _claimed_at(stored: StoredOutcome) -> dt.datetime:
-    return dt.datetime.strptime(stored.claimed, TIMESTAMP_FORMAT).replace(tzinfo=dt.UTC)
 
 
 def checked_key(key: str) -> str:

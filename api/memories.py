@@ -21,7 +21,7 @@ from api.schemas import (
     load,
 )
 from commands.model import DeleteMemory, SaveMemory
-from memoryd.domain import REST_MAX_CONTENT, clean_name
+from memoryd.domain import clean_name
 from memoryd.errors import NotFound
 from projections.filters import MemoryFilter
 from projections.queries import find_memory, list_memories
@@ -42,16 +42,10 @@ def list_() -> tuple[Response, int]:
 @authorized("write")
 @idempotent(lambda position: written_memory(outcome_at(position)))
 def save() -> tuple[Response, int]:
-    body = load(SaveMemoryRequest(), json_object())
-    command = SaveMemory.validated(
-        name=body["name"],
-        content=body["content"],
-        description=body["description"],
-        type=body["type"],
-        max_content=REST_MAX_CONTENT,
-        resolve_namespace=lambda: public_namespace(caller(), body["scope"], body["scope_id"], services().directory),
-        expected_version=expected_version(),
-    )
+    body = load(SaveMemoryRequest(), json_object())  # the fields, checked and cleaned once
+    version = expected_version()
+    namespace = public_namespace(caller(), body["scope"], body["scope_id"], services().directory)
+    command = SaveMemory(body["name"], body["content"], body["description"], body["type"], namespace, version)
     return written_memory(services().bus.handle(command, *writing("rest")))
 
 

@@ -19,11 +19,14 @@ _ERRORS = {
     "403": "Token lacks the scope, permission or ownership needed",
     "404": "Not found",
     "405": "Method not allowed on this path",
-    "409": "Idempotency-Key reused for another request or still in use; a concurrent write won; a user name taken",
+    "409": "Idempotency-Key reused for another request; a concurrent write won; a user name taken. With `code` "
+           "`request_in_progress` and Retry-After: the key's first attempt is still running (retry with the same key)",
     "413": "Request body too large",
     "500": "Storage failure",
-    "503": "The read model has not reached X-Min-Position, or a projection is stopped",
+    "503": "The read model has not reached X-Min-Position, or a projection is stopped; with `code` "
+           "`database_unavailable` and Retry-After: the database cannot be reached just now (retry)",
 }
+_RETRYABLE = {"409", "503"}  # their answers may carry a ``code`` saying: the same request later
 _IDEMPOTENCY_KEY = {"in": "header", "name": "Idempotency-Key", "required": False,
                     "description": "1 to 255 printable ASCII characters; a retry with it replays the first answer",
                     "schema": {"type": "string", "minLength": 1, "maxLength": 255}}
@@ -57,7 +60,8 @@ def _operation(summary: str, ok: type[Schema], *, query: type[Schema] | None = N
     if created:
         operation["responses"]["201"] = {"description": "Created", "content": {"application/json": {"schema": ok}}}
     for status, description in _ERRORS.items():
-        operation["responses"][status] = {"description": description, "content": {"application/json": {"schema": "Error"}}}
+        schema = "RetryableError" if status in _RETRYABLE else "Error"
+        operation["responses"][status] = {"description": description, "content": {"application/json": {"schema": schema}}}
     if conditional:
         operation["responses"]["412"] = {"description": "If-Match names another version: nothing was written",
                                          "content": {"application/json": {"schema": "VersionMismatch"}}}
@@ -68,6 +72,7 @@ def build_openapi() -> dict[str, Any]:
     spec = APISpec(title="memoryd", version=_version(), openapi_version="3.0.3", plugins=[MarshmallowPlugin()])
     spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
     spec.components.schema("Error", schema=schemas.ErrorSchema)
+    spec.components.schema("RetryableError", schema=schemas.RetryableErrorSchema)
     spec.components.schema("VersionMismatch", schema=schemas.VersionMismatchSchema)
     spec.path("/v1/api/memories", operations={
         "get": _operation("List memories (global plus your user scope, or one scope)", schemas.MemoryListSchema,

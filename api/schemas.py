@@ -21,6 +21,7 @@ from memoryd.domain import (
     clean_content,
     clean_description,
     clean_name,
+    clean_type,
     clean_type_filter,
 )
 from memoryd.errors import ValidationError
@@ -41,11 +42,29 @@ class WholeNumber(fields.Integer):
         raise self.make_error("invalid")
 
 
-def _text(field: str, required: str = "", **options: Any) -> fields.String:
-    """A string field; ``required`` is the message for a missing value and makes it required."""
+class DomainText(fields.String):
+    """A string that the domain's ``rule`` checks and cleans, once: the loaded value is the rule's answer."""
+
+    def __init__(self, rule: Callable[[str], Any], **options: Any) -> None:
+        super().__init__(**options)
+        self.rule = rule
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
+        text = super()._deserialize(value, attr, data, **kwargs)
+        try:
+            return self.rule(text)
+        except ValidationError as error:
+            raise SchemaError(error.message) from None
+
+
+def _text(field: str, required: str = "", rule: Callable[[str], Any] | None = None, **options: Any) -> fields.String:
+    """A string field; ``required`` is the message for a missing value and makes it required; ``rule`` (a
+    domain rule) checks and cleans it."""
     messages: dict[str, Any] = {"invalid": f"{field} must be a string"}
     if required:
         messages |= {"required": required, "null": required}
+    if rule is not None:
+        return DomainText(rule, required=bool(required), error_messages=messages, **options)
     return fields.String(required=bool(required), error_messages=messages, **options)
 
 
@@ -74,16 +93,6 @@ class TypeFilter(fields.String):
             raise SchemaError(error.message) from None
 
 
-def _domain_rule(rule: Callable[[Any], Any]) -> Callable[[Any], None]:
-    def check(value: Any) -> None:
-        try:
-            rule(value)
-        except ValidationError as error:
-            raise SchemaError(error.message) from None
-
-    return check
-
-
 def _not_blank(field: str) -> Callable[[str], None]:
     def check(value: str) -> None:
         if not value.strip():
@@ -101,15 +110,13 @@ class RequestSchema(Schema):
 
 
 class SaveMemoryRequest(RequestSchema):
-    name = _text("name", "name is required (max 256 characters)", validate=_domain_rule(clean_name),
+    name = _text("name", "name is required (max 256 characters)", rule=clean_name,
                  metadata={"description": "snake_case name, max 256 characters"})
-    content = _text("content", "content is required",
-                    validate=_domain_rule(lambda content: clean_content(content, REST_MAX_CONTENT)),
+    content = _text("content", "content is required", rule=lambda content: clean_content(content, REST_MAX_CONTENT),
                     metadata={"description": "max 65,536 characters"})
-    description = _text("description", "description is required and must be non-empty",
-                        validate=_domain_rule(clean_description),
+    description = _text("description", "description is required and must be non-empty", rule=clean_description,
                         metadata={"description": "relevance summary: not blank, of any length", "minLength": 1})
-    type = _text("type", load_default=None, allow_none=True, metadata={
+    type = _text("type", load_default=None, allow_none=True, rule=clean_type, metadata={
         "description": "user, general, feedback or reference; omitted or null keeps an update's type"})
     scope = _text("scope", load_default="global", metadata={"description": "global, user or workstream"})
     scope_id = _text("scope_id", load_default="", metadata={"description": "workstream id; the caller's id for user"})
@@ -327,6 +334,11 @@ class DeletedProjectSchema(Schema):
 
 class ErrorSchema(Schema):
     error = fields.String()
+
+
+class RetryableErrorSchema(ErrorSchema):
+    code = fields.String(metadata={"description": "set on answers to retry with the same request (and key) after "
+                                                  "Retry-After: request_in_progress (409), database_unavailable (503)"})
 
 
 class VersionMismatchSchema(ErrorSchema):

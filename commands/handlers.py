@@ -18,7 +18,7 @@ from sqlalchemy import Connection
 
 from commands.model import DeleteMemory, DeleteMemoryById, SaveMemory
 from events.store import EventStore
-from events.streams import current_memory
+from events.streams import MemoryLocator, current_memory
 from events.types import (
     DomainEvent,
     EventMetadata,
@@ -29,18 +29,10 @@ from events.types import (
     RecordedEvent,
     memory_stream_id,
 )
-from memoryd.domain import DEFAULT_TYPE, Memory, Namespace, utc_timestamp
+from memoryd.domain import DEFAULT_TYPE, Memory, utc_timestamp
 from memoryd.errors import NotFound, VersionMismatch
 
 Claim = Callable[[Connection, int], None] | None  # runs in the append's transaction (idempotency keys)
-
-
-class MemoryLocator(Protocol):
-    """Finds memories' identities (a read model answers; the streams decide)."""
-
-    def identity_of(self, memory_id: str) -> tuple[str, Namespace] | None: ...
-
-    def names_in(self, namespace: Namespace) -> list[str]: ...
 
 
 class Users(Protocol):
@@ -109,16 +101,6 @@ def delete_memory_by_id(
 
     stream_id = memory_stream_id(name, namespace.scope, namespace.scope_id)
     return _decide_and_append(stream_id, decide, metadata, deps, claim, command.expected_version)
-
-
-def stream_of(memory_id: str, deps: Dependencies) -> str | None:
-    """The stream holding the memory ``memory_id``: a live one's from its identity, a deleted one's by a scan
-    of the log (None: the log never held it)."""
-    identity = deps.locator.identity_of(memory_id)
-    if identity is None:
-        return deps.store.stream_of_memory(memory_id)
-    name, namespace = identity
-    return memory_stream_id(name, namespace.scope, namespace.scope_id)
 
 
 def _decide_and_append(

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from commands.handlers import Claim, Dependencies, Outcome, append_decision, stream_of
-from events.streams import current_memory
+from commands.handlers import Claim, Dependencies, Outcome, append_decision
+from events.streams import current_memory, stream_of
 from events.types import EventMetadata, MemoryDeleted, MemoryEvent, MemorySaved, MemoryUpdated, RecordedEvent
 from memoryd.domain import Memory
 from memoryd.errors import Conflict, NotFound, ValidationError
@@ -28,7 +28,7 @@ class RestoreMemory:
 
 def restore_memory(command: RestoreMemory, metadata: EventMetadata, deps: Dependencies, claim: Claim = None
                    ) -> Outcome:
-    stream_id = stream_of(command.memory_id, deps)
+    stream_id = stream_of(deps.store, deps.locator, command.memory_id)
     if stream_id is None:
         raise NotFound("Memory not found")
     wanted = _version(deps, stream_id, command)

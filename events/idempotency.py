@@ -6,25 +6,41 @@ The append that the request makes records its position in the same
 transaction, and only while the claim is still that attempt's: a retried
 request can never append twice, even if the first attempt's connection
 dropped after the commit. The same key with a different request is refused.
+
+A claim is a lease: ``created`` is when it was taken, renewed every
+``RENEW_EVERY`` while its request runs (``leased``). One not renewed for
+``LEASE`` has lost its attempt (the process died, or the request ended
+without giving the key back because the database was gone), and a retry takes
+it over. Taking over too early is safe, only wasted: the fence at the append
+turns the first attempt away.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
+import threading
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection, Text, cast, delete, select, update
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import SQLAlchemyError
 
 from events.erasure import erasures_since, newest_erasure
 from events.store import take_append_lock
 from memoryd.db import Database
-from memoryd.domain import utc_timestamp
+from memoryd.domain import TIMESTAMP_FORMAT, utc_timestamp
 from memoryd.schema import idempotency_keys as keys
+
+LEASE = dt.timedelta(seconds=5)  # a claim not renewed this long has lost its attempt
+RENEW_EVERY = 1.0  # seconds between renewals of the claims a process's running requests hold
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -51,6 +67,11 @@ class StoredOutcome:
         """The request's outcome is known: an answer, or at least the event it appended."""
         return self.status is not None or self.position is not None
 
+    def lease_left(self, now: dt.datetime) -> dt.timedelta:
+        """How long the claim's lease still runs unless renewed (negative: its attempt is gone)."""
+        claimed = dt.datetime.strptime(self.claimed, TIMESTAMP_FORMAT).replace(tzinfo=dt.UTC)
+        return claimed + LEASE - now
+
 
 class IdempotencyKeyTaken(Exception):
     """Another attempt holds this key now."""
@@ -60,6 +81,11 @@ class IdempotencyKeys:
     def __init__(self, database: Database, window: dt.timedelta) -> None:
         self.database = database
         self.window = window
+        self._renewals = _Renewals(database)
+
+    def leased(self, claim: IdempotencyClaim) -> Any:
+        """A context in which ``claim``'s lease is renewed: around the request that holds it."""
+        return self._renewals.held(claim)
 
     def take(self, claim: IdempotencyClaim) -> StoredOutcome | None:
         """Claim the key for ``claim.attempt`` (None), or return what holds it already."""
@@ -153,3 +179,62 @@ class IdempotencyKeys:
 
 def _held_by(attempt: str | None) -> Any:
     return keys.c.attempt.is_(None) if attempt is None else keys.c.attempt == attempt
+
+
+class _Renewals:
+    """The claims this process's running requests hold, renewed by one thread while any is held.
+
+    A request that answers within ``RENEW_EVERY`` (nearly all) costs no renewal; the thread starts with the
+    first claim held (in each process: a fork does not copy it) and stops when the database is disposed.
+    """
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+        self._held: dict[str, tuple[IdempotencyClaim, float]] = {}  # attempt -> its claim, when last renewed
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+        database.before_dispose(self._stop)
+
+    @contextmanager
+    def held(self, claim: IdempotencyClaim) -> Iterator[None]:
+        with self._lock:
+            self._held[claim.attempt] = (claim, time.monotonic())
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._renew_while_running, name="memoryd-claims", daemon=True)
+                self._thread.start()
+        try:
+            yield
+        finally:
+            with self._lock:
+                del self._held[claim.attempt]
+
+    def _renew_while_running(self) -> None:
+        while not self._stopped.wait(RENEW_EVERY):
+            now = time.monotonic()
+            with self._lock:
+                due = [claim for claim, renewed in self._held.values() if now - renewed >= RENEW_EVERY]
+            if not due:
+                continue
+            try:
+                self._renew(due)
+            except SQLAlchemyError as error:  # the database is away: so are the requests' own writes
+                log.warning("could not renew %d idempotency claims: %s", len(due), type(error).__name__)
+                continue
+            with self._lock:
+                for claim in due:
+                    if claim.attempt in self._held:
+                        self._held[claim.attempt] = (claim, now)
+
+    def _renew(self, claims: list[IdempotencyClaim]) -> None:
+        renewed = utc_timestamp()
+        with self.database.write() as conn:
+            for claim in claims:
+                conn.execute(update(keys).where(
+                    keys.c.user_id == claim.user_id, keys.c.key == claim.key, keys.c.attempt == claim.attempt,
+                    keys.c.position.is_(None), keys.c.status.is_(None)).values(created=renewed))
+
+    def _stop(self) -> None:
+        self._stopped.set()
+        if self._thread is not None:
+            self._thread.join()

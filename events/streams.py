@@ -8,6 +8,7 @@ turn composer renders memories as ``memory_versions`` finds them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
 from events.store import EventStore
 from events.types import (
@@ -16,9 +17,10 @@ from events.types import (
     ProjectDeleted,
     ProjectEvent,
     RecordedEvent,
+    memory_stream_id,
     project_stream_id,
 )
-from memoryd.domain import Memory
+from memoryd.domain import Memory, Namespace
 from memoryd.projects import Project
 
 
@@ -47,3 +49,21 @@ def memory_versions(store: EventStore, positions: Sequence[int]) -> dict[int, Me
 def live_project(store: EventStore, project_id: str) -> Project | None:
     """The project as the log has it now (never a lagging read model); None if missing or deleted."""
     return current_project(store.last_event(project_stream_id(project_id)))
+
+
+class MemoryLocator(Protocol):
+    """Finds memories' identities (a read model answers; the streams decide)."""
+
+    def identity_of(self, memory_id: str) -> tuple[str, Namespace] | None: ...
+
+    def names_in(self, namespace: Namespace) -> list[str]: ...
+
+
+def stream_of(store: EventStore, locator: MemoryLocator, memory_id: str) -> str | None:
+    """The stream holding the memory ``memory_id``: a live one's from its identity, a deleted one's by a scan
+    of the log (None: the log never held it)."""
+    identity = locator.identity_of(memory_id)
+    if identity is None:
+        return store.stream_of_memory(memory_id)
+    name, namespace = identity
+    return memory_stream_id(name, namespace.scope, namespace.scope_id)

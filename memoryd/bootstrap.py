@@ -27,7 +27,7 @@ from memoryd.sessions import Sessions
 from projections.memory_table import MemoryTableProjection
 from projections.project_tables import ProjectTablesProjection
 from projections.projector import Projector
-from projections.queries import MemoryLocator
+from projections.queries import ProjectedMemoryLocator
 from projections.search import Analyzer, SearchService
 from workers.dispatch import InProcessDispatcher
 
@@ -53,8 +53,8 @@ def build_services(config: Config) -> Services:
         queue = Queue(config.workers.queue, connection=redis, serializer=JSONSerializer)
         dispatcher = RedisDispatcher(redis, queue)
     directory = Directory(database)
-    bus = CommandBus(Dependencies(store=store, locator=MemoryLocator(database), users=directory), dispatcher,
-                     idempotency)
+    locator = ProjectedMemoryLocator(database)
+    bus = CommandBus(Dependencies(store=store, locator=locator, users=directory), dispatcher, idempotency)
     snapshots = Path(config.search.snapshot_dir) if config.search.snapshot_dir else \
         default_snapshot_dir(config.storage.database_url)
     search = SearchService(store, config.search.k1, config.search.b, snapshots, analyzer_for(config))
@@ -64,7 +64,7 @@ def build_services(config: Config) -> Services:
     sessions = Sessions(database, directory, config.auth.session_idle_days)
     identities = Identities(database, store, directory, sessions, dispatcher.appended, config.auth.default_token_days)
     return Services(config, database, store, projector, memory_table, bus, directory, idempotency, redis, queue,
-                    search, sessions, tool, turns, Workstreams(directory, store), erasures, identities)
+                    search, sessions, tool, turns, Workstreams(directory, store), erasures, identities, locator)
 
 
 def analyzer_for(config: Config) -> Analyzer:

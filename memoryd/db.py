@@ -17,13 +17,17 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from memoryd.driver import send_deferred, send_deferred_writes
 from memoryd.errors import DatabaseUnavailable
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 _PASSWORD_IN_URL = re.compile(r"(?<=://)([^:/@]*:)([^@]*)@")  # user:password@, where make_url cannot parse
+# PostgreSQL's SQLSTATEs for a server that is going away, starting, or full: class 08 (connection exceptions) too
+_SERVER_AWAY = frozenset({"57P01", "57P02", "57P03", "53300"})
+_SQLITE_AWAY = frozenset({"SQLITE_BUSY", "SQLITE_CANTOPEN"})  # locked past the busy timeout; the file unreachable
 _TRANSACTION_STATE = "memoryd_transaction_state"  # in a connection's info: (its transaction, the state)
 
 
@@ -165,6 +169,19 @@ class Database:
         for drain in self._drains:
             drain()
         self.engine.dispose()
+
+
+def out_of_reach(error: SQLAlchemyError) -> bool:
+    """The database could not be used just now (unreachable, restarting, out of connections, locked), as
+    opposed to refusing or failing a statement: the same request may succeed in a moment."""
+    if isinstance(error, DisconnectionError | PoolTimeout) or (isinstance(error, DBAPIError) and error.connection_invalidated):
+        return True
+    if not isinstance(error, OperationalError):
+        return False
+    sqlstate = getattr(error.orig, "sqlstate", "")  # psycopg's; None when no server answered at all
+    if sqlstate is None or (sqlstate or "").startswith("08") or sqlstate in _SERVER_AWAY:
+        return True
+    return getattr(error.orig, "sqlite_errorname", "") in _SQLITE_AWAY
 
 
 def masked_url(url: str) -> str:

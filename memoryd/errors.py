@@ -1,7 +1,9 @@
 """One error family for the whole service.
 
 Each error knows the HTTP status it maps to, so the API turns any of them
-into ``{"error": message}`` in one place and bad input never becomes a 500.
+into ``{"error": message}`` in one place and bad input never becomes a 500. An
+error a client should simply retry names itself in ``code`` and says when in
+``retry_after`` (the answer's ``Retry-After``).
 """
 
 
@@ -9,6 +11,8 @@ class MemorydError(Exception):
     """Base class: ``message`` is safe to show to a client."""
 
     status = 500
+    code: str | None = None  # a stable name for an answer clients act on (``"code"`` in the body)
+    retry_after: int | None = None  # seconds: the same request later may succeed
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -65,9 +69,12 @@ class StorageError(MemorydError):
 
 class DatabaseUnavailable(MemorydError):
     """The database cannot be used: it cannot be reached or opened, its URL is wrong, or it does not exist
-    where a command that never creates one looked. The message names the URL, its password masked."""
+    where a command that never creates one looked. The message names the URL, its password masked.
+    To a client: the same request may succeed in a moment (a database restarting)."""
 
     status = 503
+    code = "database_unavailable"
+    retry_after = 1
 
 
 class ConfigError(MemorydError):

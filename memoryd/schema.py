@@ -234,7 +234,7 @@ idempotency_keys = Table(
     Column("position", BigInteger, nullable=True),  # None: nothing appended (yet)
     Column("status", Integer, nullable=True),  # filled in once the response is known
     Column("response", Document, nullable=True),
-    Column("created", String(19), nullable=False),
+    Column("created", String(19), nullable=False),  # claimed, or the claim's lease last renewed
     Column("attempt", String(32), nullable=True),  # the attempt holding the claim
     Index("ix_idempotency_keys_created", "created"),
 )

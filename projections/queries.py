@@ -155,7 +155,7 @@ def memories_in_order(conn: Connection, memory_ids: list[str]) -> list[dict[str,
     return [found[memory_id] for memory_id in memory_ids if memory_id in found]
 
 
-class MemoryLocator:
+class ProjectedMemoryLocator:
     """Finds which identity a memory id belongs to, for the admin delete-by-id command.
 
     The read model answers for everything up to its checkpoint; the events after

@@ -35,6 +35,7 @@ from tests.helpers import (
     make_services,
     wait_until_serving,
 )
+from tests.own_postgres import OwnPostgres, missing_toolchain
 
 POSTGRES_URL = os.environ.get("MEMORYD_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 # Each pytest-xdist worker (gw0, gw1, ...) flushes a Redis database of its own.
@@ -96,6 +97,21 @@ def redis_server() -> str:
     finally:
         client.close()
     return REDIS_URL
+
+
+@pytest.fixture(scope="module")
+def own_postgres() -> Iterator[OwnPostgres]:
+    """A PostgreSQL cluster of the test module's own, to stop and restart (``tests.own_postgres``)."""
+    problem = missing_toolchain()
+    if problem and UNDER_CI:
+        pytest.fail(f"cannot start a PostgreSQL cluster: {problem} (CI=true: the outage suites must run)", pytrace=False)
+    if problem:
+        pytest.skip(f"cannot start a PostgreSQL cluster: {problem}")
+    cluster = OwnPostgres()
+    try:
+        yield cluster
+    finally:
+        cluster.destroy()
 
 
 @pytest.fixture

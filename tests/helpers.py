@@ -486,3 +486,10 @@ def build_typescript_sdk() -> Path:
             assert done.returncode == 0, f"{' '.join(command)} failed:\n{done.stdout}\n{done.stderr}"
         stamp.write_text(run_id)
     return TYPESCRIPT
+
+
+def example_environment(live_server: LiveServer, name: str) -> dict[str, str]:
+    """What an SDK example reads from its environment: the live server, a fresh user's token and the admin's."""
+    caller = live_server.caller(name)
+    return {"MEMORYD_URL": live_server.base_url, "MEMORYD_TOKEN": caller["token"],
+            "MEMORYD_ADMIN_TOKEN": live_server.admin_token, "MEMORYD_USER_ID": caller["user_id"]}

@@ -280,14 +280,14 @@ def test_a_session_opened_while_an_unrelated_erasure_commits_keeps_its_key(erasa
 
     admin, alice, bob, _ = erasable
     workstream = any_services.directory.create_workstream(bob.user_id, "bench")
-    opening = any_services.sessions.create
+    opening = any_services.identities.open_session
 
-    def create(*args: Any, **kwargs: Any) -> Any:  # an erasure commits while the request runs
-        monkeypatch.setattr(any_services.sessions, "create", opening)
+    def open_session(*args: Any, **kwargs: Any) -> Any:  # an erasure commits while the request runs
+        monkeypatch.setattr(any_services.identities, "open_session", opening)
         any_services.erasures.erase({"user_id": alice.user_id}, "gdpr", EventMetadata())
         return opening(*args, **kwargs)
 
-    monkeypatch.setattr(any_services.sessions, "create", create)
+    monkeypatch.setattr(any_services.identities, "open_session", open_session)
     body = {"kind": "interactive", "workstream_id": workstream, "user_id": bob.user_id}
     first = admin.post("/v1/api/sessions", json=body, headers={"Idempotency-Key": "open-1"})
     again = admin.post("/v1/api/sessions", json=body, headers={"Idempotency-Key": "open-1"})

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from sqlalchemy import func, select
 
 from api.app import create_app
-from api.idempotency import ABANDONED_AFTER, _fingerprint
+from api.idempotency import _fingerprint
+from events.idempotency import LEASE
 from events.types import EventMetadata, MemorySaved, memory_stream_id
 from memoryd.app.services import Services
 from memoryd.domain import Memory, utc_timestamp
@@ -316,11 +317,11 @@ def test_a_failed_request_gives_its_key_back(admin: Caller, services: Services) 
         assert conn.execute(select(idempotency_keys.c.status)).scalars().all() == [200]
 
 
-def test_a_claim_whose_attempt_died_is_taken_over_once_abandoned(alice: Caller, services: Services) -> None:
+def test_a_claim_whose_lease_ran_out_is_taken_over(alice: Caller, services: Services) -> None:
     body = {"name": "n", "content": "c", "description": "d"}
     with alice.client.application.test_request_context(MEMORIES, method="POST", json=body):
         fingerprint = _fingerprint()
-    claimed = utc_timestamp(dt.datetime.now(dt.UTC) - ABANDONED_AFTER - dt.timedelta(seconds=5))
+    claimed = utc_timestamp(dt.datetime.now(dt.UTC) - LEASE - dt.timedelta(seconds=1))
     with services.database.write() as conn:  # an attempt that claimed the key and died before appending
         conn.execute(idempotency_keys.insert().values(user_id=alice.user_id, key="orphan", fingerprint=fingerprint,
                                                       position=None, created=claimed, attempt="dead"))

@@ -16,6 +16,7 @@ from sqlalchemy import select, update
 
 from memoryd.app.services import Services
 from memoryd.schema import idempotency_keys
+from tests.helpers import until
 
 if TYPE_CHECKING:
     from tests.helpers import Caller, MakeCaller
@@ -137,6 +138,46 @@ def test_key_order_and_whitespace_in_the_json_body_do_not_make_a_different_reque
     assert (retry.status_code, retry.json) == (201, first.json)
     assert retry.headers["Idempotent-Replayed"] == "true"
     assert event_count(services) == 1
+
+
+# -- a key still in use ---------------------------------------------------------
+
+
+def test_a_retry_of_a_request_still_running_is_a_409_to_retry_even_past_the_lease(
+        alice: Caller, services: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("api.idempotency.WAIT_FOR_HOLDER", 0.0)
+    monkeypatch.setattr("events.idempotency.RENEW_EVERY", 0.05)
+    running, finish = threading.Event(), threading.Event()
+    handle = services.bus.handle
+
+    def slow_handle(*args: Any, **kwargs: Any) -> Any:
+        running.set()
+        finish.wait(30)
+        return handle(*args, **kwargs)
+
+    monkeypatch.setattr(services.bus, "handle", slow_handle)
+    first: list[Any] = []
+    attempt = threading.Thread(target=lambda: first.append(save(alice, "slow")))
+    attempt.start()
+    try:
+        assert running.wait(30)
+        age_every_key(services)  # as if it had run past its lease; the running request renews it
+
+        def renewed() -> bool:
+            with services.database.read() as conn:
+                return conn.execute(select(idempotency_keys.c.created)).scalar() != "2000-01-01T00:00:00"
+
+        until(renewed, "the running request renewing its claim")
+        retry = save(alice, "slow")
+    finally:
+        finish.set()
+        attempt.join(30)
+
+    assert retry.status_code == 409 and retry.json["code"] == "request_in_progress"
+    assert 1 <= int(retry.headers["Retry-After"]) <= 5
+    assert first[0].status_code == 201 and event_count(services) == 1
+    again = save(alice, "slow")
+    assert (again.status_code, again.json, again.headers["Idempotent-Replayed"]) == (201, first[0].json, "true")
 
 
 # -- the same key for something else -------------------------------------------

@@ -13,7 +13,7 @@ from commands.model import SaveMemory
 from events.types import EventMetadata
 from memoryd.app.services import Services
 from memoryd.domain import Namespace
-from projections.queries import MemoryLocator
+from projections.queries import ProjectedMemoryLocator
 
 TYPES_OR_UNSET = st.sampled_from(["user", "general", "feedback", "reference", None])
 
@@ -21,7 +21,7 @@ TYPES_OR_UNSET = st.sampled_from(["user", "general", "feedback", "reference", No
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=40)
 @given(types=st.lists(TYPES_OR_UNSET, min_size=1, max_size=6))
 def test_a_memory_keeps_the_last_explicit_type_it_was_saved_with_or_general(services: Services, types: Any) -> None:
-    deps = Dependencies(store=services.store, locator=MemoryLocator(services.database), users=services.directory)
+    deps = Dependencies(store=services.store, locator=ProjectedMemoryLocator(services.database), users=services.directory)
     name = f"typed_{uuid.uuid4().hex}"  # every example writes its own memory
     saved = [
         save_memory(SaveMemory(name, "content", "description", memory_type, Namespace("global", "")), EventMetadata(), deps)

@@ -69,7 +69,7 @@ def test_a_stored_snapshot_that_is_not_the_log_s_is_caught(any_services: Service
     _history(any_services)
     head = any_services.store.head_position()
     stale = any_services.search.replayed(head - 3)  # without the update and the delete
-    stale.position = head  # stamped with the head's position: a snapshot that is not the log's
+    stale.state.position = head  # stamped with the head's position: a snapshot that is not the log's
     with any_services.database.write() as conn:
         conn.execute(search_snapshots.insert().values(position=head, created="2026-12-01T00:00:00",
                                                       data=stale.to_bytes(any_services.search.log_hash(head))))

@@ -1,32 +1,30 @@
-"""The Python shown in the README runs."""
+"""The README is a newcomer's page: short, its Quick start the commands CI runs, its map complete."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-import pytest
+from tests.doc_examples import README, ROOT, code_blocks
 
-from commands.model import SaveMemory
-from events.types import EventMetadata
-from memoryd.domain import Namespace
-from tests.helpers import make_services
-
-README = Path(__file__).resolve().parent.parent / "README.md"
+QUICK_START_TEST = "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' -e ./sdk/python && .venv/bin/pytest"
 
 
-def test_the_embedding_example_in_the_readme_runs(sqlite_url: str, monkeypatch: pytest.MonkeyPatch,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    [example] = [block for block in re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
-                 if "build_services" in block]
-    services = make_services(sqlite_url)
-    user_id = services.directory.create_user("agent")
-    workstream_id = services.directory.create_workstream(user_id, "ws")
-    services.bus.handle(SaveMemory("deploy_steps", "we deploy with buildkite", "how we deploy", None,
-                                   Namespace("global", "")), EventMetadata())
-    monkeypatch.setenv("MEMORYD_DATABASE_URL", sqlite_url)
-    exec(example, {"workstream_id": workstream_id, "user_id": user_id})  # noqa: S102 - our own README
-    printed = capsys.readouterr().out
-    assert "[general:global] deploy_steps - how we deploy" in printed  # the tool's search
-    assert '<memories>\n  <memory name="deploy_steps" type="general" scope="global"' in printed  # the turn's block
-    assert "You are a coding agent.\n\n<memories>" in printed and "You have 1 memory in scope." in printed
+def quick_start() -> list[str]:
+    section = README.read_text().split("\n## Quick start\n", 1)[1].split("\n## ", 1)[0]
+    return [block.strip() for block in code_blocks(section, "sh")]
+
+
+def test_the_readme_is_at_most_250_lines() -> None:
+    assert len(README.read_text().splitlines()) <= 250
+
+
+def test_the_quick_start_is_two_commands_and_ci_runs_the_second() -> None:
+    serve, test = quick_start()
+    assert serve == "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/memoryd serve"
+    assert test == QUICK_START_TEST
+    assert QUICK_START_TEST in (ROOT / ".ci" / "run").read_text()
+
+
+def test_every_link_in_the_readme_leads_somewhere() -> None:
+    links = re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", README.read_text())
+    assert links and [link for link in links if not (ROOT / link).exists() and link != "docs/frameworks.md"] == []

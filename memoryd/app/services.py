@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from commands.bus import CommandBus
 from events.idempotency import IdempotencyKeys
 from events.store import EventStore
+from events.streams import MemoryLocator
 from memoryd.app.erasure import Erasures
 from memoryd.app.identities import Identities
 from memoryd.app.tool import MemoryTool
@@ -49,3 +50,4 @@ class Services:
     workstreams: Workstreams
     erasures: Erasures
     identities: Identities
+    locator: MemoryLocator  # which stream holds a memory id (the read model, then the log)

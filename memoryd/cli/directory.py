@@ -6,6 +6,15 @@ from typing import Any
 
 import click
 
+from commands.projects import (
+    ArchiveProject,
+    CreateProject,
+    DeleteProject,
+    GrantProjectAccess,
+    ReactivateProject,
+    RevokeProjectAccess,
+)
+from events.types import EventMetadata
 from memoryd.cli.base import command_services, main, reported
 
 
@@ -107,8 +116,6 @@ def projects_group() -> None:
 
 
 def _project_command(command: Any) -> None:
-    from events.types import EventMetadata
-
     outcome = command_services().bus.handle(command, EventMetadata(surface="cli"))
     click.echo(outcome.project.project_id)
 
@@ -119,8 +126,6 @@ def _project_command(command: Any) -> None:
 @reported
 def create_project(owner_user_id: str, name: str) -> None:
     """Create a project; prints its id."""
-    from commands.projects import CreateProject
-
     _project_command(CreateProject(name, owner_user_id))
 
 
@@ -131,8 +136,6 @@ def create_project(owner_user_id: str, name: str) -> None:
 @reported
 def grant_access(project_id: str, user_id: str, access: str) -> None:
     """Grant a user read or write access (or change it)."""
-    from commands.projects import GrantProjectAccess
-
     _project_command(GrantProjectAccess(project_id, user_id, access))
 
 
@@ -142,8 +145,6 @@ def grant_access(project_id: str, user_id: str, access: str) -> None:
 @reported
 def revoke_access(project_id: str, user_id: str) -> None:
     """Revoke a member's access."""
-    from commands.projects import RevokeProjectAccess
-
     _project_command(RevokeProjectAccess(project_id, user_id))
 
 
@@ -152,8 +153,6 @@ def revoke_access(project_id: str, user_id: str) -> None:
 @reported
 def archive_project(project_id: str) -> None:
     """Archive a project: its memories become unreachable until it is reactivated."""
-    from commands.projects import ArchiveProject
-
     _project_command(ArchiveProject(project_id))
 
 
@@ -162,8 +161,6 @@ def archive_project(project_id: str) -> None:
 @reported
 def reactivate_project(project_id: str) -> None:
     """Make an archived project active again."""
-    from commands.projects import ReactivateProject
-
     _project_command(ReactivateProject(project_id))
 
 
@@ -172,6 +169,4 @@ def reactivate_project(project_id: str) -> None:
 @reported
 def delete_project(project_id: str) -> None:
     """Delete a project and every memory in its scope (each deletion an event)."""
-    from commands.projects import DeleteProject
-
     _project_command(DeleteProject(project_id))

@@ -13,6 +13,7 @@ from memoryd.cli.base import command_services, reported
 from memoryd.cli.directory import projects_group, sessions_group, tokens, users, workstreams
 from memoryd.domain import utc_timestamp
 from memoryd.listings import Page, list_sessions, list_tokens, list_users, list_workstreams
+from projections.project_tables import list_projects
 
 
 def _print(items: list[dict[str, Any]]) -> None:
@@ -119,8 +120,6 @@ def close_session(session_id: str | None, idle: bool, reason: str) -> None:
 @reported
 def list_projects_command(owner: str, member: str, state: str | None, after: str, limit: int) -> None:
     """List projects (as projected from the log), one JSON object a line."""
-    from projections.project_tables import list_projects
-
     services = command_services()
     with services.database.read() as conn:
         found = list_projects(conn, after, limit, owner, member, state or "")

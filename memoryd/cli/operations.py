@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import click
+from redis.exceptions import RedisError
 
+from commands.supersede import SupersedeEvent
+from events.types import EventMetadata
 from memoryd import migrate
+from memoryd.app.transfer import export_memories, import_memories, read_commands
 from memoryd.cli.base import command_services, main, reported
+from memoryd.db import Database
 from memoryd.logs import configure_logging
 from projections.filters import MemoryFilter
 from projections.queries import count_memories
+from projections.verify import ReadModelVerifier, TableProjection
+from workers.runner import run_worker
 
 
 @main.group()
@@ -72,12 +83,6 @@ def verify() -> None:
     position. Prints a digest per read model and the rows that differ; exits 1 on any difference. The
     live read models are only read, so it runs beside a serving memoryd.
     """
-    import tempfile
-    from pathlib import Path
-
-    from memoryd.db import Database
-    from projections.verify import ReadModelVerifier, TableProjection
-
     services = command_services()
     with tempfile.TemporaryDirectory(prefix="memoryd-verify-") as directory:
         scratch = Database(f"sqlite:///{Path(directory) / 'scratch.db'}")
@@ -111,8 +116,6 @@ def _stopped(fault: Any) -> dict[str, Any] | None:
 @reported
 def worker(burst: bool) -> None:
     """Run projections from the Redis queue, plus a periodic catch-up from the log."""
-    from workers.runner import run_worker
-
     configure_logging()
     services = command_services()
     if services.redis is None:
@@ -125,10 +128,6 @@ def worker(burst: bool) -> None:
 @reported
 def status(as_json: bool) -> None:
     """Head of the log, each projection's checkpoint and lag, queue depth, failed jobs."""
-    import json
-
-    from redis.exceptions import RedisError
-
     services = command_services()
     head = services.store.head_position()
     faults = {fault.projection: fault for fault in services.projector.faults()}
@@ -178,8 +177,6 @@ def import_(source: str, batch_size: int) -> None:
 
     Each line: {"name", "content", "description", "type"?, "scope"? (default global), "scope_id"?}.
     """
-    from memoryd.app.transfer import import_memories, read_commands
-
     services = command_services()
     with open(source, encoding="utf-8") as lines:
         total = sum(1 for _ in read_commands(lines))  # validate everything first: all or nothing
@@ -195,8 +192,6 @@ def import_(source: str, batch_size: int) -> None:
 @reported
 def export(target: Any) -> None:
     """Write every current memory as JSON Lines (to TARGET, default standard output)."""
-    from memoryd.app.transfer import export_memories
-
     services = command_services()
     services.projector.catch_up()
     count = export_memories(services.database, target)
@@ -213,9 +208,6 @@ def events_group() -> None:
 @reported
 def show_event(position: int) -> None:
     """Print the event at POSITION as JSON (unstorable text escaped)."""
-    import dataclasses
-    import json
-
     recorded = command_services().store.event_at(position)
     if recorded is None:
         raise click.ClickException(f"no event at position {position}")
@@ -236,11 +228,6 @@ def supersede(position: int, reason: str, replacement_file: Any) -> None:
     place of the original, which stays in the log. Only an event a projection
     is stopped on can be superseded.
     """
-    import json
-
-    from commands.supersede import SupersedeEvent
-    from events.types import EventMetadata
-
     services = command_services()
     stopped = [fault.projection for fault in services.projector.faults() if fault.position == position]
     if not stopped:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import numpy as np
@@ -40,96 +40,112 @@ def due(idle: list[Delta | Segment], tuning: Tuning) -> list[Delta | Segment] | 
     return tiers[min(full)][:tuning.fanout] if full else None
 
 
-class Merges(IndexState):
+class Merger:
     """Freezing full deltas, and merging parts in a background thread: built off the lock, swapped in under it."""
+
+    def __init__(self, state: IndexState, built: Callable[[], None] | None = None) -> None:
+        """``built`` is called between building a segment and swapping it in (tests time merges with it)."""
+        self.state, self.built = state, built
+        self.thread: threading.Thread | None = None
+        self.merging: set[int] = set()  # the numbers of the parts being merged now
+        self.wanted = False  # something changed that may make a merge due
+        self.bulk_loading = False
+        self.freezes = 0
 
     @contextmanager
     def bulk(self) -> Iterator[None]:
         """Fill without background merges, then merge everything into one segment (a rebuild)."""
-        self._bulk = True
+        state = self.state
+        self.bulk_loading = True
         try:
             yield
         finally:
-            self._bulk = False
+            self.bulk_loading = False
             self.wait_for_merges()
-            with self._lock:
-                self._freeze_if_filled()
-                parts = [part for part in self._parts if part is not self._delta]
+            with state.lock:
+                self.freeze_if_filled()
+                parts = [part for part in state.parts if part is not state.delta]
                 if len(parts) > 1 or any(isinstance(part, Delta) for part in parts):
-                    self._swap(parts, self._merged(parts))
+                    self.swap(parts, self.merged(parts))
 
     def wait_for_merges(self) -> None:
         """Return once no background merge is running (tests, benchmarks, snapshots)."""
-        while (merger := self._merger) is not None:
+        while (merger := self.thread) is not None:
             merger.join()
 
-    def _maintain(self) -> None:
+    def maintain(self) -> None:
         """After an apply (lock held): freeze a full delta and see that merges get done."""
-        if self._bulk:
-            if self._delta.size >= self._tuning.bulk_freeze_postings:
-                frozen = self._freeze()
-                self._swap([frozen], self._merged([frozen]))
+        state = self.state
+        if self.bulk_loading:
+            if state.delta.size >= state.tuning.bulk_freeze_postings:
+                frozen = self.freeze()
+                self.swap([frozen], self.merged([frozen]))
             return
-        if self._delta.size >= self._tuning.freeze_postings:
-            self._freeze()
-        if self._merge_wanted and self._merger is None:
-            self._merge_wanted = False
-            if self._due() is None:
+        if state.delta.size >= state.tuning.freeze_postings:
+            self.freeze()
+        if self.wanted and self.thread is None:
+            self.wanted = False
+            if self.due_parts() is None:
                 return
-            self._merger = threading.Thread(target=self._merge_while_due, name="memoryd-search-merge", daemon=True)
-            self._merger.start()
+            self.thread = threading.Thread(target=self.merge_while_due, name="memoryd-search-merge", daemon=True)
+            self.thread.start()
 
-    def _freeze(self) -> Delta:
+    def freeze(self) -> Delta:
         """Start a new delta; the old one stays searchable until a merge turns it into a segment."""
-        self._freezes += 1
-        frozen, self._delta = self._delta, Delta(next(self._numbers))
-        self._parts.append(self._delta)
-        self._merge_wanted = True
+        state = self.state
+        self.freezes += 1
+        frozen, state.delta = state.delta, Delta(next(state.part_numbers))
+        state.parts.append(state.delta)
+        self.wanted = True
         return frozen
 
-    def _freeze_if_filled(self) -> None:
+    def freeze_if_filled(self) -> None:
         """(Lock held) freeze the delta unless it is empty, so everything but an empty delta is immutable."""
-        if self._delta.documents:
-            self._freeze()
+        if self.state.delta.documents:
+            self.freeze()
 
-    def _due(self) -> list[Delta | Segment] | None:
-        idle = [part for part in self._parts if part is not self._delta and part.number not in self._merging]
-        return due(idle, self._tuning)
+    def due_parts(self) -> list[Delta | Segment] | None:
+        state = self.state
+        idle = [part for part in state.parts if part is not state.delta and part.number not in self.merging]
+        return due(idle, state.tuning)
 
-    def _merge_while_due(self) -> None:
+    def merge_while_due(self) -> None:
         """The background merger: build each due merge off the lock, swap it in under it."""
+        state = self.state
         try:
             while True:
-                with self._lock:
-                    parts = self._due()
+                with state.lock:
+                    parts = self.due_parts()
                     if parts is None:
-                        self._merger = None
+                        self.thread = None
                         return
-                    self._merging.update(part.number for part in parts)
-                    sources, vocabulary_size = self._capture(parts), len(self._vocabulary)
+                    self.merging.update(part.number for part in parts)
+                    sources, vocabulary_size = self.capture(parts), len(state.vocabulary)
                 try:
-                    merged = build(next(self._numbers), sources, vocabulary_size, self._tuning.pack_limit)
-                    if self._merge_built is not None:
-                        self._merge_built()
-                    with self._lock:
-                        self._swap(parts, merged)
+                    merged = build(next(state.part_numbers), sources, vocabulary_size, state.tuning.pack_limit)
+                    if self.built is not None:
+                        self.built()
+                    with state.lock:
+                        self.swap(parts, merged)
                 finally:
-                    with self._lock:
-                        self._merging.difference_update(part.number for part in parts)
+                    with state.lock:
+                        self.merging.difference_update(part.number for part in parts)
         except Exception:  # the parts stay searchable as they are; the next apply tries again
             log.exception("search index merge failed")
-            with self._lock:
-                self._merger = None
+            with state.lock:
+                self.thread = None
 
-    def _merged(self, parts: list[Delta | Segment]) -> Segment:
+    def merged(self, parts: list[Delta | Segment]) -> Segment:
         """(Lock held) ``parts`` built into one segment on the spot (bulk loads)."""
-        return build(next(self._numbers), self._capture(parts), len(self._vocabulary), self._tuning.pack_limit)
+        state = self.state
+        return build(next(state.part_numbers), self.capture(parts), len(state.vocabulary), state.tuning.pack_limit)
 
-    def _capture(self, parts: list[Delta | Segment]) -> list[Source]:
+    def capture(self, parts: list[Delta | Segment]) -> list[Source]:
         """(Lock held) what a merge needs of ``parts``: immutable arrays and a copy of what changes."""
-        return [segment_source(part) if isinstance(part, Segment) else self._delta_source(part) for part in parts]
+        return [segment_source(part) if isinstance(part, Segment) else self.delta_source(part) for part in parts]
 
-    def _delta_source(self, delta: Delta) -> Source:
+    def delta_source(self, delta: Delta) -> Source:
+        state = self.state
         slots = np.array(delta.slots, np.int64)
 
         def expand() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -138,21 +154,22 @@ class Merges(IndexState):
             pairs = np.frombuffer(b"".join(pairs.tobytes() for _, pairs in items), np.int32).reshape(-1, 2)
             return terms, pairs[:, 0], np.minimum(pairs[:, 1], 65_535).astype(np.uint16)
 
-        return Source(slots, self._namespace[slots], self._length[slots], self._type[slots], self._alive[slots],
-                       delta.size, expand)
+        return Source(slots, state.slot_namespace[slots], state.slot_length[slots], state.slot_type[slots],
+                      state.slot_alive[slots], delta.size, expand)
 
-    def _swap(self, parts: list[Delta | Segment], merged: Segment) -> None:
+    def swap(self, parts: list[Delta | Segment], merged: Segment) -> None:
         """(Lock held) replace ``parts`` by ``merged``; tombstone what was removed since the capture."""
-        merged.alive = self._alive[merged.slots]
+        state = self.state
+        merged.alive = state.slot_alive[merged.slots]
         merged.removed = np.flatnonzero(~merged.alive).tolist()
-        self._part_of[merged.slots] = merged.number
-        self._document_of[merged.slots] = np.arange(merged.documents, dtype=np.int32)
+        state.slot_part[merged.slots] = merged.number
+        state.slot_document[merged.slots] = np.arange(merged.documents, dtype=np.int32)
         replaced = {part.number for part in parts}
         for part in parts:
-            self._segments.pop(part.number, None)
+            state.segments.pop(part.number, None)
             held = part.slots if isinstance(part, Segment) else np.array(part.slots, np.int64)
-            self._free.extend(held[self._part_of[held] == part.number].tolist())  # dropped, now free
-        self._parts = [part for part in self._parts if part.number not in replaced]
+            state.free.extend(held[state.slot_part[held] == part.number].tolist())  # dropped, now free
+        state.parts = [part for part in state.parts if part.number not in replaced]
         if merged.documents:
-            self._parts.append(merged)
-            self._segments[merged.number] = merged
+            state.parts.append(merged)
+            state.segments[merged.number] = merged

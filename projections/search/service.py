@@ -38,7 +38,8 @@ from projections.filters import MemoryFilter
 from projections.projector import Fault, ProjectionStopped
 from projections.queries import memories_in_order
 from projections.search.analysis import Analyzer
-from projections.search.index import Candidates, Hit, IndexShape, SearchIndex
+from projections.search.index import IndexShape, SearchIndex
+from projections.search.reading import Candidates, Hit
 from projections.search.snapshot import SnapshotCorrupt, SnapshotFormatError
 from projections.search.snapshot_files import SnapshotFiles
 

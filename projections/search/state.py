@@ -9,7 +9,6 @@ statistics cover exactly what the caller may see.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from itertools import count
 
 import numpy as np
@@ -68,86 +67,81 @@ def recency_keys(times: list[str]) -> tuple[np.ndarray, list[int]]:
 
 
 class IndexState:
-    def __init__(self, k1: float = K1, b: float = B, tuning: Tuning | None = None,
-                 merge_built: Callable[[], None] | None = None, first_part: int = 0,
+    """What the index holds, shared by the writer (``SearchIndex``), the merger and the reader under ``lock``."""
+
+    def __init__(self, k1: float = K1, b: float = B, tuning: Tuning | None = None, first_part: int = 0,
                  analyzer: Analyzer | None = None) -> None:
-        """``merge_built`` is called by the merger between building a segment and swapping it in; parts are
-        numbered from ``first_part`` (a snapshot's segment is part 0)."""
+        """Parts are numbered from ``first_part`` (a snapshot's segment is part 0)."""
         self.k1, self.b = k1, b
         self.analyzer = analyzer or Analyzer()
-        self._tuning = tuning or Tuning()
-        self._scorer = Scorer(k1, b, self._tuning)
-        self._merge_built = merge_built
-        self._freezes = 0
+        self.tuning = tuning or Tuning()
+        self.scorer = Scorer(k1, b, self.tuning)
         self.position = 0
-        self._lock = threading.Lock()
-        self._vocabulary: dict[str, int] = {}
-        self._namespace_numbers: dict[tuple[str, str], int] = {}
-        self._by_scope: dict[str, list[int]] = {}
+        self.lock = threading.Lock()
+        self.vocabulary: dict[str, int] = {}
+        self.namespace_numbers: dict[tuple[str, str], int] = {}
+        self.by_scope: dict[str, list[int]] = {}
         # live documents and their summed lengths per namespace, by type and in all (the last column);
         # Python lists: an apply updates four counters, and list items are ten times cheaper than numpy's
-        self._documents: list[list[int]] = []
-        self._lengths: list[list[int]] = []
-        self._slot_of = SlotsById()
-        self._memory_ids = Labels()  # by slot; None once free
+        self.namespace_documents: list[list[int]] = []
+        self.namespace_lengths: list[list[int]] = []
+        self.slot_of = SlotsById()
+        self.memory_ids = Labels()  # by slot; None once free
         # ``updated`` is kept only as the recency key it orders by (``_recency``), rebuilt by ``timestamp``, but for
         # times not in the spec's format (kept as they are); the times applied since the last settling wait here
-        self._unsettled: dict[int, str] = {}
-        self._odd_times: dict[int, str] = {}
-        self._free: list[int] = []  # slots no part refers to
-        self._length = np.zeros(1024, np.int32)
-        self._type = np.zeros(1024, np.uint8)
-        self._namespace = np.zeros(1024, np.int32)
-        self._alive = np.zeros(1024, bool)
-        self._part_of = np.zeros(1024, np.int32)  # slot -> the number of the part holding it
-        self._document_of = np.zeros(1024, np.int32)  # slot -> its document number in that segment
-        self._version = np.zeros(1024, np.int64)  # slot -> the log position of the event it was indexed from
-        self._recency = np.zeros(1024, np.int64)  # slot -> its ``updated`` time as digits, for newest-first
-        self._numbers = count(first_part)
-        self._delta = Delta(next(self._numbers))
-        self._parts: list[Delta | Segment] = [self._delta]
-        self._segments: dict[int, Segment] = {}
-        self._merging: set[int] = set()
-        self._merger: threading.Thread | None = None
-        self._merge_wanted = False  # something changed that may make a merge due
-        self._bulk = False
+        self.unsettled: dict[int, str] = {}
+        self.odd_times: dict[int, str] = {}
+        self.free: list[int] = []  # slots no part refers to
+        self.slot_length = np.zeros(1024, np.int32)
+        self.slot_type = np.zeros(1024, np.uint8)
+        self.slot_namespace = np.zeros(1024, np.int32)
+        self.slot_alive = np.zeros(1024, bool)
+        self.slot_part = np.zeros(1024, np.int32)  # slot -> the number of the part holding it
+        self.slot_document = np.zeros(1024, np.int32)  # slot -> its document number in that segment
+        self.slot_version = np.zeros(1024, np.int64)  # slot -> the log position of the event it was indexed from
+        self.slot_recency = np.zeros(1024, np.int64)  # slot -> its ``updated`` time as digits, for newest-first
+        self.part_numbers = count(first_part)
+        self.delta = Delta(next(self.part_numbers))
+        self.parts: list[Delta | Segment] = [self.delta]
+        self.segments: dict[int, Segment] = {}
         self.held_erased = False  # an erasure took out what it had indexed: the words linger (parts, vocabulary)
-        self._stubbed: set[int] = set()  # positions it read as erased stubs: it never held their content
+        self.stubbed: set[int] = set()  # positions it read as erased stubs: it never held their content
 
-    def _namespace_number(self, key: tuple[str, str]) -> int:
-        number = self._namespace_numbers.get(key)
+    def namespace_number(self, key: tuple[str, str]) -> int:
+        number = self.namespace_numbers.get(key)
         if number is None:
-            number = self._namespace_numbers[key] = len(self._namespace_numbers)
-            self._by_scope.setdefault(key[0], []).append(number)
-            self._documents.append([0] * (ALL_TYPES + 1))
-            self._lengths.append([0] * (ALL_TYPES + 1))
+            number = self.namespace_numbers[key] = len(self.namespace_numbers)
+            self.by_scope.setdefault(key[0], []).append(number)
+            self.namespace_documents.append([0] * (ALL_TYPES + 1))
+            self.namespace_lengths.append([0] * (ALL_TYPES + 1))
         return number
 
-    def _settle_times(self) -> None:
+    def settle_times(self) -> None:
         """(Lock held) turn the ``updated`` times applied since the last settling into recency keys, in numpy."""
-        if not self._unsettled:
+        if not self.unsettled:
             return
-        slots = np.fromiter(self._unsettled, np.int64, len(self._unsettled))
-        times = list(self._unsettled.values())
-        self._unsettled = {}
+        slots = np.fromiter(self.unsettled, np.int64, len(self.unsettled))
+        times = list(self.unsettled.values())
+        self.unsettled = {}
         keys, odd = recency_keys(times)
-        self._recency[slots] = keys
-        if self._odd_times:  # a slot used again, by a time in the spec's format this time
+        self.slot_recency[slots] = keys
+        if self.odd_times:  # a slot used again, by a time in the spec's format this time
             for slot in slots.tolist():
-                self._odd_times.pop(slot, None)
+                self.odd_times.pop(slot, None)
         for position in odd:
-            self._odd_times[int(slots[position])] = times[position]
+            self.odd_times[int(slots[position])] = times[position]
 
-    def _updated_of(self, slot: int) -> str:
+    def updated_of(self, slot: int) -> str:
         """(Lock held, times settled) the ``updated`` time of the memory in ``slot``."""
-        return self._odd_times.get(slot) or timestamp(int(self._recency[slot]))
+        return self.odd_times.get(slot) or timestamp(int(self.slot_recency[slot]))
 
-    def _grow(self, needed: int) -> None:
-        if needed <= len(self._alive):
+    def grow(self, needed: int) -> None:
+        if needed <= len(self.slot_alive):
             return
-        size = max(needed, 2 * len(self._alive))
-        for name in ("_length", "_type", "_namespace", "_part_of", "_document_of", "_version", "_recency"):
+        size = max(needed, 2 * len(self.slot_alive))
+        for name in ("slot_length", "slot_type", "slot_namespace", "slot_part", "slot_document", "slot_version",
+                     "slot_recency"):
             setattr(self, name, np.resize(getattr(self, name), size))
         alive = np.zeros(size, bool)
-        alive[: len(self._alive)] = self._alive
-        self._alive = alive
+        alive[: len(self.slot_alive)] = self.slot_alive
+        self.slot_alive = alive

@@ -22,11 +22,14 @@ from memoryd_sdk import (
     AsyncMemorydServer,
     AsyncSession,
     BadRequestError,
+    ConflictError,
+    DatabaseUnavailableError,
     MemorydAPIError,
     MemorydConsole,
     MemorydServer,
     NotFoundError,
     PermissionDeniedError,
+    RequestInProgressError,
     Session,
 )
 from memoryd_sdk.compat import turnstone
@@ -167,11 +170,12 @@ class DropsTheFirstAnswer(httpx.BaseTransport):
         return response
 
 
-def test_a_write_retried_after_a_lost_answer_happens_exactly_once(app: Flask, tokens: dict[str, str], services: Services) -> None:
+def test_a_write_retried_after_a_lost_answer_happens_exactly_once(app: Flask, tokens: dict[str, str], services: Services,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("memoryd_sdk._transport.BACKOFF", 0.0)
     transport = DropsTheFirstAnswer(app)
     client = httpx.Client(transport=transport, base_url="http://memoryd")
-    with MemorydServer("http://memoryd", token=tokens["user"], httpx_client=client) as server:
-        server._transport.retry_after = lambda attempt, response, call: None if attempt or response else 0.0
+    with MemorydServer("http://memoryd", token=tokens["user"], httpx_client=client, max_retries=1) as server:
         saved = server.save_memory("once", "exactly once", description="d")
     assert saved.name == "once" and len(transport.keys) == 2 and transport.keys[0] == transport.keys[1] is not None
     assert [event.event_type for event in services.store.iter_all()] == ["memory.save"]
@@ -192,6 +196,75 @@ def test_retries_honour_retry_after_and_stop_on_a_client_error() -> None:
         with pytest.raises(BadRequestError, match="HTTP 400: limit must be an integer"):
             server.list_memories()
     assert len(seen) == 3  # a 400 is not retried
+
+
+MEMORY = {"memory_id": "m", "name": "n", "content": "c", "created": "t", "updated": "t"}
+Answer = tuple[int, dict[str, Any], dict[str, str]]
+IN_PROGRESS: Answer = (409, {"error": "still running", "code": "request_in_progress"}, {"Retry-After": "0"})
+DATABASE_DOWN: Answer = (503, {"error": "the database is unavailable", "code": "database_unavailable"},
+                         {"Retry-After": "0"})
+SAVED: Answer = (201, MEMORY, {})
+LISTED: Answer = (200, {"memories": [], "total": 0}, {})
+
+
+def answering(*answers: Answer) -> tuple[list[httpx.Request], httpx.MockTransport]:
+    """A transport giving ``answers`` in turn (the last one again and again), and the requests it saw."""
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        status, body, headers = answers[min(len(seen), len(answers)) - 1]
+        return httpx.Response(status, json=body, headers=headers)
+
+    return seen, httpx.MockTransport(handler)
+
+
+def test_a_write_whose_key_is_still_in_use_is_retried_with_that_key_until_it_answers() -> None:
+    seen, transport = answering(IN_PROGRESS, IN_PROGRESS, IN_PROGRESS, SAVED)
+    with MemorydServer("http://memoryd", token="t", httpx_client=httpx.Client(transport=transport)) as server:
+        assert server.save_memory("n", "c", description="d").name == "n"
+    assert len(seen) == 4 and len({request.headers["Idempotency-Key"] for request in seen}) == 1
+
+
+def test_only_a_real_conflict_is_a_conflict_error() -> None:
+    seen, transport = answering((409, {"error": "key reused for another request"}, {}))
+    with MemorydServer("http://memoryd", token="t", httpx_client=httpx.Client(transport=transport)) as server:
+        with pytest.raises(ConflictError):
+            server.save_memory("n", "c", description="d")
+    assert len(seen) == 1
+    _, transport = answering(IN_PROGRESS)
+    with MemorydServer("http://memoryd", token="t", httpx_client=httpx.Client(transport=transport),
+                       retry_deadline=0) as server:
+        with pytest.raises(RequestInProgressError) as raised:
+            server.save_memory("n", "c", description="d")
+    assert not isinstance(raised.value, ConflictError) and raised.value.code == "request_in_progress"
+
+
+def test_an_unavailable_database_is_retried_past_max_retries_within_the_deadline() -> None:
+    seen, transport = answering(*[DATABASE_DOWN] * 5, LISTED)
+    with MemorydServer("http://memoryd", token="t", httpx_client=httpx.Client(transport=transport)) as server:
+        assert server.list_memories().total == 0
+    assert len(seen) == 6
+    seen, transport = answering(DATABASE_DOWN)
+    with MemorydServer("http://memoryd", token="t", httpx_client=httpx.Client(transport=transport),
+                       retry_deadline=0) as server:
+        with pytest.raises(DatabaseUnavailableError, match="HTTP 503: the database is unavailable"):
+            server.list_memories()
+    assert len(seen) == 1
+
+
+def test_the_async_client_retries_a_key_in_use_and_an_unavailable_database_alike() -> None:
+    import asyncio
+
+    seen, transport = answering(DATABASE_DOWN, IN_PROGRESS, DATABASE_DOWN, SAVED)
+
+    async def save() -> Any:
+        async with AsyncMemorydServer("http://memoryd", token="t",
+                                      httpx_client=httpx.AsyncClient(transport=transport)) as server:
+            return await server.save_memory("n", "c", description="d")
+
+    assert asyncio.run(save()).name == "n"
+    assert len(seen) == 4 and len({request.headers["Idempotency-Key"] for request in seen}) == 1
 
 
 def test_reads_after_a_write_carry_its_position_as_x_min_position() -> None:

@@ -86,3 +86,12 @@ def test_npm_pack_makes_a_package_that_installs_and_loads_both_ways(tmp_path: Pa
     loaded = subprocess.run(["node", "-e", check], cwd=project, capture_output=True, text=True, timeout=60)
     assert loaded.returncode == 0, loaded.stderr
     assert (project / "node_modules" / "@memoryd" / "sdk" / "dist" / "esm" / "index.d.ts").exists()
+    assert not (project / "node_modules" / "ai").exists()  # an optional peer: installed only when asked for
+    ai = json.loads((built / "package.json").read_text())["devDependencies"]["ai"]
+    installed = subprocess.run(["npm", "install", "--no-audit", "--no-fund", f"ai@{ai}"], cwd=project,
+                               capture_output=True, text=True, timeout=300)
+    assert installed.returncode == 0, installed.stderr
+    check = ("import('@memoryd/sdk/ai-sdk').then((esm) => { const cjs = require('@memoryd/sdk/ai-sdk'); "
+             "if (typeof esm.memorydMiddleware !== 'function' || typeof cjs.memorydTools !== 'function') process.exit(1); })")
+    loaded = subprocess.run(["node", "-e", check], cwd=project, capture_output=True, text=True, timeout=60)
+    assert loaded.returncode == 0, loaded.stderr

@@ -291,7 +291,7 @@ def test_the_memory_report_counts_each_memory_id_once() -> None:
     index = index_of(memories)
     ids = index.memory_report()["python: memory ids and id -> slot since the snapshot (or all, without one)"]
     strings = sum(sys.getsizeof(m.memory_id) for m in memories)
-    labels, slots = index._memory_ids, index._slot_of
+    labels, slots = index.state.memory_ids, index.state.slot_of
     containers = sum(map(sys.getsizeof, (labels._changed, labels._added, slots._added, slots._gone)))
     assert ids == containers + strings
 
@@ -305,5 +305,5 @@ def test_updated_times_in_another_format_break_ties_as_written_and_survive_a_sna
     assert [h.memory_id for h in index.search(GLOBAL_FILTER, "alpha", 10)] == expected
     restored = SearchIndex.from_bytes(index.to_bytes())
     assert [h.memory_id for h in restored.search(GLOBAL_FILTER, "alpha", 10)] == expected
-    assert restored._updated_of(restored._slot_of["id-global--x2"]) == "2026-01-01T00:00:00.5"
-    assert restored._updated_of(restored._slot_of["id-global--x3"]) == "2025-12-31T23:59:59"
+    assert restored.state.updated_of(restored.state.slot_of["id-global--x2"]) == "2026-01-01T00:00:00.5"
+    assert restored.state.updated_of(restored.state.slot_of["id-global--x3"]) == "2025-12-31T23:59:59"

@@ -16,12 +16,14 @@ from memoryd_sdk.errors import (
     AuthenticationError,
     BadRequestError,
     ConflictError,
+    DatabaseUnavailableError,
     MemorydAPIError,
     MemorydError,
     NotCaughtUpError,
     NotFoundError,
     PermissionDeniedError,
     RateLimitError,
+    RequestInProgressError,
     RequestTooLargeError,
     ServerError,
 )
@@ -58,10 +60,11 @@ from memoryd_sdk.models import (
 __all__ = [
     "APIConnectionError", "APITimeoutError", "AdminMemoryInfo", "AsyncMemorydConsole", "AsyncMemorydServer",
     "AsyncSession", "AuditRecord", "AuthenticationError", "BadRequestError", "ClosedSessions", "ConflictError",
-    "CreatedToken", "ErasureCertificate",
+    "CreatedToken", "DatabaseUnavailableError", "ErasureCertificate",
     "ErasureCheck", "ListMemoriesResponse", "LoggedEvent", "MemoryInfo", "MemorydAPIError", "MemorydConsole",
     "MemorydError", "MemorydServer", "NotCaughtUpError", "NotFoundError", "Nudge", "PermissionDeniedError",
-    "ProjectInfo", "ProjectPage", "RateLimitError", "Receipt", "ReceiptPage", "RequestTooLargeError", "ServerError",
+    "ProjectInfo", "ProjectPage", "RateLimitError", "Receipt", "ReceiptPage", "RequestInProgressError",
+    "RequestTooLargeError", "ServerError",
     "Session", "SessionInfo", "SessionPage", "SessionRecord", "StatusResponse", "TokenInfo", "TokenPage", "ToolResult",
     "TurnContext", "TurnItem", "UserInfo", "UserPage", "WorkstreamInfo", "WorkstreamPage",
 ]

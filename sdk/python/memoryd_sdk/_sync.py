@@ -20,11 +20,11 @@ class _Client:
     def __init__(self, base_url: str = "http://localhost:8080", token: str = "", timeout: float = 30.0,
                  httpx_client: httpx.Client | None = None, ca_cert: str | None = None, client_cert: str | None = None,
                  client_key: str | None = None, token_factory: TokenFactory | None = None, *,
-                 max_retries: int = 2, read_your_writes: bool = True) -> None:
+                 max_retries: int = 2, retry_deadline: float = 30.0, read_your_writes: bool = True) -> None:
         client = httpx_client or httpx.Client(**client_options(timeout, ca_cert, client_cert, client_key))
         self._transport = SyncTransport(client, httpx_client is None, base_url=base_url, token=token,
                                         token_factory=token_factory, max_retries=max_retries,
-                                        read_your_writes=read_your_writes)
+                                        retry_deadline=retry_deadline, read_your_writes=read_your_writes)
 
     def open_session(self, kind: str, workstream_id: str, *, user_id: str = "",
                      parent_session_id: str = "") -> Session:

@@ -1,10 +1,14 @@
 """HTTP for both clients: auth, retries with backoff, idempotency keys, read-your-writes positions, errors.
 
-Retried: connection errors and timeouts, 408, 429, 502, 503 and 504, at most
-``max_retries`` times, waiting ``Retry-After`` when the server says, else
-0.5 s doubling with jitter, capped at 8 s. Every write carries an
-``Idempotency-Key`` chosen once per call, so a retried write is applied at
-most once (memoryd replays the first answer). The highest ``X-Memory-Position``
+Retried: connection errors and timeouts, 408, 429, 502, 503 and 504, and a 409
+``request_in_progress`` (the call's key is held by its own earlier attempt,
+still running or just orphaned). An answer with ``Retry-After`` (memoryd's for
+a database restarting or a key in use) is retried after that wait, as often as
+``retry_deadline`` (seconds from the call's start) allows; the others at most
+``max_retries`` times, 0.5 s doubling with jitter, capped at 8 s, within the
+deadline too. Every write carries an ``Idempotency-Key`` chosen once per call,
+so a retried write is applied at most once (memoryd replays the first
+answer). The highest ``X-Memory-Position``
 any answer carried is sent as ``X-Min-Position`` on reads, so a read through
 another server process waits until it can see this client's writes.
 """
@@ -26,6 +30,7 @@ from memoryd_sdk import errors, models
 from memoryd_sdk._calls import Call
 
 RETRY_STATUSES = frozenset({408, 429, 502, 503, 504})
+IN_PROGRESS = "request_in_progress"  # a 409's code: the key's first attempt has not answered yet
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 BACKOFF, BACKOFF_CAP = 0.5, 8.0
 TokenFactory = Callable[[], str]
@@ -48,13 +53,55 @@ class Positions:
             self._highest = max(self._highest, position)
 
 
+class Retries:
+    """One call's retries: how many of the counted kind it has made, and when it must stop."""
+
+    def __init__(self, limit: int, deadline: float) -> None:
+        self.limit, self.counted = limit, 0
+        self.ends = time.monotonic() + deadline
+
+    def wait(self, response: httpx.Response | None) -> float | None:
+        """Seconds to wait before trying again after ``response`` (None: the connection failed), or None to stop."""
+        if self.limit == 0 or (response is not None and not _retryable(response)):
+            return None
+        told = _told_wait(response)
+        if told is None and self.counted >= self.limit:
+            return None
+        wait = told if told is not None else float(min(BACKOFF * 2**self.counted, BACKOFF_CAP) * (0.5 + random.random() / 2))
+        if time.monotonic() + wait >= self.ends:  # no attempt starts at the deadline or after it
+            return None
+        self.counted += told is None
+        return wait
+
+
+def _retryable(response: httpx.Response) -> bool:
+    if response.status_code == 409:
+        return _code(response) == IN_PROGRESS
+    return response.status_code in RETRY_STATUSES
+
+
+def _told_wait(response: httpx.Response | None) -> float | None:
+    told = response.headers.get("Retry-After") if response is not None else None
+    return min(float(told), BACKOFF_CAP) if told is not None and told.strip().isdigit() else None
+
+
+def _code(response: httpx.Response) -> str | None:
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    return body.get("code") if isinstance(body, dict) else None
+
+
 class Core:
     """What both transports decide the same way; the subclasses only send."""
 
     def __init__(self, base_url: str, token: str = "", token_factory: TokenFactory | None = None,
-                 max_retries: int = 2, read_your_writes: bool = True, positions: Positions | None = None) -> None:
+                 max_retries: int = 2, retry_deadline: float = 30.0, read_your_writes: bool = True,
+                 positions: Positions | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.token, self.token_factory, self.max_retries = token, token_factory, max_retries
+        self.retry_deadline = retry_deadline
         self.read_your_writes = read_your_writes
         self.positions = positions or Positions()
 
@@ -72,17 +119,11 @@ class Core:
     def options(self, token: str) -> dict[str, Any]:
         """This transport's settings for another token (a session's), sharing its positions."""
         return {"base_url": self.base_url, "token": token, "max_retries": self.max_retries,
-                "read_your_writes": self.read_your_writes, "positions": self.positions}
+                "retry_deadline": self.retry_deadline, "read_your_writes": self.read_your_writes,
+                "positions": self.positions}
 
-    def retry_after(self, attempt: int, response: httpx.Response | None, call: Call[Any]) -> float | None:
-        """Seconds to wait before trying again, or None to stop here."""
-        retries = self.max_retries if call.retries is None else call.retries
-        if attempt >= retries or (response is not None and response.status_code not in RETRY_STATUSES):
-            return None
-        told = response.headers.get("Retry-After") if response is not None else None
-        if told is not None and told.strip().isdigit():
-            return min(float(told), BACKOFF_CAP)
-        return float(min(BACKOFF * 2**attempt, BACKOFF_CAP) * (0.5 + random.random() / 2))
+    def retries(self, call: Call[Any]) -> Retries:
+        return Retries(self.max_retries if call.retries is None else call.retries, self.retry_deadline)
 
     def outcome(self, call: Call[T], response: httpx.Response) -> T:
         """The answer as its model (or plain JSON); an ``MemorydAPIError`` for an error status."""
@@ -130,19 +171,18 @@ class SyncTransport(Core):
 
     def send(self, call: Call[T]) -> T:
         key = self.key_for(call)
-        attempt = 0
+        retries = self.retries(call)
         while True:
             response: httpx.Response | None = None
             try:
                 response = self.client.send(self.request(self.client, call, key))
             except httpx.TransportError as error:
-                if (wait := self.retry_after(attempt, None, call)) is None:
+                if (wait := retries.wait(None)) is None:
                     raise self.failure(error) from error
             else:
-                if (wait := self.retry_after(attempt, response, call)) is None:
+                if (wait := retries.wait(response)) is None:
                     return self.outcome(call, response)
             time.sleep(wait)
-            attempt += 1
 
     def close(self) -> None:
         if self.owned:
@@ -156,19 +196,18 @@ class AsyncTransport(Core):
 
     async def send(self, call: Call[T]) -> T:
         key = self.key_for(call)
-        attempt = 0
+        retries = self.retries(call)
         while True:
             response: httpx.Response | None = None
             try:
                 response = await self.client.send(self.request(self.client, call, key))
             except httpx.TransportError as error:
-                if (wait := self.retry_after(attempt, None, call)) is None:
+                if (wait := retries.wait(None)) is None:
                     raise self.failure(error) from error
             else:
-                if (wait := self.retry_after(attempt, response, call)) is None:
+                if (wait := retries.wait(response)) is None:
                     return self.outcome(call, response)
             await asyncio.sleep(wait)
-            attempt += 1
 
     async def close(self) -> None:
         if self.owned:

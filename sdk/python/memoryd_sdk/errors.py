@@ -15,6 +15,7 @@ class MemorydAPIError(MemorydError):
     def __init__(self, status_code: int, message: str, body: Any = None) -> None:
         super().__init__(f"HTTP {status_code}: {message}")
         self.status_code, self.message, self.body = status_code, message, body
+        self.code: str | None = body.get("code") if isinstance(body, dict) else None  # memoryd's name for it
 
     def __str__(self) -> str:
         return f"HTTP {self.status_code}: {self.message}"
@@ -40,6 +41,11 @@ class ConflictError(MemorydAPIError):
     """409: an idempotency key or turn id reused for another request, or a concurrent write won."""
 
 
+class RequestInProgressError(MemorydAPIError):
+    """409 ``request_in_progress``: the call's earlier attempt still holds its idempotency key (retried until
+    ``retry_deadline`` before it is raised). Not a ``ConflictError``: nothing conflicts, it has not finished."""
+
+
 class RequestTooLargeError(MemorydAPIError):
     """413."""
 
@@ -50,6 +56,11 @@ class RateLimitError(MemorydAPIError):
 
 class NotCaughtUpError(MemorydAPIError):
     """503: the read model has not reached the position a read asked for (retried before it is raised)."""
+
+
+class DatabaseUnavailableError(MemorydAPIError):
+    """503 ``database_unavailable``: memoryd cannot reach its database just now (retried until
+    ``retry_deadline`` before it is raised)."""
 
 
 class ServerError(MemorydAPIError):
@@ -68,6 +79,9 @@ _BY_STATUS: dict[int, type[MemorydAPIError]] = {
     400: BadRequestError, 401: AuthenticationError, 403: PermissionDeniedError, 404: NotFoundError,
     409: ConflictError, 413: RequestTooLargeError, 429: RateLimitError, 503: NotCaughtUpError,
 }
+_BY_CODE: dict[Any, type[MemorydAPIError]] = {
+    "request_in_progress": RequestInProgressError, "database_unavailable": DatabaseUnavailableError,
+}
 
 
 def api_error(status_code: int, body: Any, text: str) -> MemorydAPIError:
@@ -75,5 +89,6 @@ def api_error(status_code: int, body: Any, text: str) -> MemorydAPIError:
     message = ""
     if isinstance(body, dict):
         message = str(body.get("error") or body.get("detail") or "")
-    cls = _BY_STATUS.get(status_code, ServerError if status_code >= 500 else MemorydAPIError)
+    code = body.get("code") if isinstance(body, dict) else None
+    cls = _BY_CODE.get(code) or _BY_STATUS.get(status_code, ServerError if status_code >= 500 else MemorydAPIError)
     return cls(status_code, message or text[:200], body)

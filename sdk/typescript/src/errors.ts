@@ -4,6 +4,8 @@ export class MemorydAPIError extends Error {
   readonly statusCode: number;
   readonly errorMessage: string;
   readonly body: unknown;
+  /** memoryd's name for the answer, when it gave one: `request_in_progress` (409), `database_unavailable` (503). */
+  readonly code: string | undefined;
 
   constructor(statusCode: number, errorMessage: string, body: unknown = undefined) {
     super(`HTTP ${statusCode}: ${errorMessage}`);
@@ -11,6 +13,8 @@ export class MemorydAPIError extends Error {
     this.statusCode = statusCode;
     this.errorMessage = errorMessage;
     this.body = body;
+    const code = body !== null && typeof body === "object" ? (body as { code?: unknown }).code : undefined;
+    this.code = typeof code === "string" ? code : undefined;
   }
 }
 

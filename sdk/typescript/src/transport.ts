@@ -1,9 +1,12 @@
 /**
  * HTTP for every client: auth, retries with backoff, idempotency keys, read-your-writes positions, errors.
  *
- * Retried: network errors and timeouts, 408, 429, 502, 503 and 504, at most `maxRetries` times, waiting
- * `Retry-After` when the server says, else 0.5 s doubling with jitter, capped at 8 s. Every write carries
- * an `Idempotency-Key` chosen once per call, so a retried write is applied at most once. The highest
+ * Retried: network errors and timeouts, 408, 429, 502, 503 and 504, and a 409 `request_in_progress` (the
+ * call's key is held by its own earlier attempt). An answer with `Retry-After` (memoryd's for a database
+ * restarting or a key in use) is retried after that wait as often as `retryDeadlineMs` (from the call's start)
+ * allows; the others at most `maxRetries` times, 0.5 s doubling with jitter, capped at 8 s, within the deadline
+ * too. Every write carries an `Idempotency-Key` chosen once per call, so a retried write is applied at most
+ * once. The highest
  * `X-Memory-Position` any answer carried is sent as `X-Min-Position` on reads.
  */
 
@@ -21,8 +24,11 @@ export interface ClientOptions {
   fetch?: Fetch;
   /** Per attempt, default 30000. */
   timeoutMs?: number;
-  /** Default 2. */
+  /** Retries of failures that do not say when to come back (network errors, 502, 504, ...); default 2. */
   maxRetries?: number;
+  /** How long a call may go on retrying, from its start; answers with `Retry-After` are retried until then.
+   * Default 30000; 0 turns retries off. */
+  retryDeadlineMs?: number;
   /** Send the highest position seen as X-Min-Position on reads (default true). */
   readYourWrites?: boolean;
 }
@@ -43,6 +49,7 @@ export interface Call {
 }
 
 const RETRY_STATUSES = new Set([408, 429, 502, 503, 504]);
+const IN_PROGRESS = "request_in_progress"; // a 409's code: the key's first attempt has not answered yet
 const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 const BACKOFF_MS = 500;
 const BACKOFF_CAP_MS = 8000;
@@ -82,18 +89,18 @@ export class Transport {
   async send<T>(call: Call): Promise<T> {
     // Every POST, PUT, PATCH and DELETE carries an Idempotency-Key, the same on each of its retries.
     const key = call.key ?? (WRITES.has(call.method) ? `sdk-${crypto.randomUUID()}` : undefined);
-    const retries = call.retries ?? this.options.maxRetries ?? 2;
-    for (let attempt = 0; ; attempt += 1) {
+    const retries = new Retries(call.retries ?? this.options.maxRetries ?? 2, this.options.retryDeadlineMs ?? 30000);
+    for (;;) {
       let response: Response;
       try {
         response = await this.attempt(call, key);
       } catch (error) {
-        const wait = this.retryAfter(attempt, retries, undefined);
+        const wait = await retries.wait(undefined);
         if (wait === undefined) throw failure(error);
         await sleep(wait);
         continue;
       }
-      const wait = this.retryAfter(attempt, retries, response);
+      const wait = await retries.wait(response);
       if (wait === undefined) return this.outcome<T>(response);
       await sleep(wait);
     }
@@ -128,13 +135,6 @@ export class Transport {
     }
   }
 
-  private retryAfter(attempt: number, retries: number, response: Response | undefined): number | undefined {
-    if (attempt >= retries || (response !== undefined && !RETRY_STATUSES.has(response.status))) return undefined;
-    const told = response?.headers.get("Retry-After");
-    if (told && /^\d+$/.test(told.trim())) return Math.min(Number(told) * 1000, BACKOFF_CAP_MS);
-    return Math.min(BACKOFF_MS * 2 ** attempt, BACKOFF_CAP_MS) * (0.5 + Math.random() / 2);
-  }
-
   private async outcome<T>(response: Response): Promise<T> {
     const text = await response.text();
     let body: unknown = null;
@@ -147,6 +147,38 @@ export class Transport {
     const position = response.headers.get("X-Memory-Position");
     if (position && /^\d+$/.test(position)) this.positions.saw(Number(position));
     return body as T;
+  }
+}
+
+/** One call's retries: how many of the counted kind it has made, and when it must stop. */
+class Retries {
+  private counted = 0;
+  private readonly ends: number;
+
+  constructor(private readonly limit: number, deadlineMs: number) {
+    this.ends = Date.now() + deadlineMs;
+  }
+
+  /** Milliseconds to wait before trying again after `response` (undefined: the connection failed), or undefined to stop. */
+  async wait(response: Response | undefined): Promise<number | undefined> {
+    if (this.limit === 0 || (response !== undefined && !(await retryable(response)))) return undefined;
+    const header = response?.headers.get("Retry-After")?.trim();
+    const told = header && /^\d+$/.test(header) ? Math.min(Number(header) * 1000, BACKOFF_CAP_MS) : undefined;
+    if (told === undefined && this.counted >= this.limit) return undefined;
+    const wait = told ?? Math.min(BACKOFF_MS * 2 ** this.counted, BACKOFF_CAP_MS) * (0.5 + Math.random() / 2);
+    if (Date.now() + wait >= this.ends) return undefined; // no attempt starts at the deadline or after it
+    if (told === undefined) this.counted += 1;
+    return wait;
+  }
+}
+
+async function retryable(response: Response): Promise<boolean> {
+  if (response.status !== 409) return RETRY_STATUSES.has(response.status);
+  try {
+    const body = (await response.clone().json()) as { code?: unknown } | null;
+    return body?.code === IN_PROGRESS;
+  } catch {
+    return false;
   }
 }
 

@@ -106,6 +106,40 @@ test("retries honour Retry-After, reuse the write's idempotency key and stop on 
   assert.equal(refused.calls.length, 1);
 });
 
+const IN_PROGRESS = json(409, { error: "still running", code: "request_in_progress" }, { "Retry-After": "0" });
+const DATABASE_DOWN = json(503, { error: "the database is unavailable", code: "database_unavailable" },
+                           { "Retry-After": "0" });
+
+test("a write whose key is still in use is retried with that key; only a real conflict is raised", async () => {
+  const { calls, fetch } = recording(IN_PROGRESS, IN_PROGRESS, IN_PROGRESS, json(201, MEMORY));
+  await new MemorydServer({ fetch }).saveMemory({ name: "n", content: "c", description: "d" });
+  const keys = calls.map((call) => call.init.headers["Idempotency-Key"]);
+  assert.equal(keys.length, 4);
+  assert.ok(keys[0] && keys.every((key) => key === keys[0]));
+  const conflict = recording(json(409, { error: "key reused for another request" }));
+  const error = await new MemorydServer({ fetch: conflict.fetch }).saveMemory({ name: "n", content: "c", description: "d" })
+    .catch((caught) => caught);
+  assert.equal(error.statusCode, 409);
+  assert.equal(error.code, undefined);
+  assert.equal(conflict.calls.length, 1);
+  const stuck = recording(IN_PROGRESS);
+  const running = await new MemorydServer({ fetch: stuck.fetch, retryDeadlineMs: 0 })
+    .saveMemory({ name: "n", content: "c", description: "d" }).catch((caught) => caught);
+  assert.equal(running.code, "request_in_progress");
+});
+
+test("an unavailable database is retried past maxRetries until the deadline", async () => {
+  const { calls, fetch } = recording(DATABASE_DOWN, DATABASE_DOWN, DATABASE_DOWN, DATABASE_DOWN, DATABASE_DOWN,
+                                     json(200, { memories: [], total: 0 }));
+  assert.equal((await new MemorydServer({ fetch }).listMemories()).total, 0);
+  assert.equal(calls.length, 6);
+  const down = recording(DATABASE_DOWN);
+  const error = await new MemorydServer({ fetch: down.fetch, retryDeadlineMs: 0 }).listMemories().catch((caught) => caught);
+  assert.equal(error.statusCode, 503);
+  assert.equal(error.code, "database_unavailable");
+  assert.equal(down.calls.length, 1);
+});
+
 test("reads after a write carry its position unless turned off", async () => {
   for (const [readYourWrites, expected] of [[true, "42"], [false, undefined]]) {
     const { calls, fetch } = recording(json(201, MEMORY, { "X-Memory-Position": "42" }));
