@@ -44,7 +44,8 @@ PRINTED = {  # what each page's shell prints, as the page says
     "sdks-mcp-hooks.md": [],  # the hook fails open after 1.5 s: whether it prints depends on the machine's load
 }
 PYTHON_RUNNERS = {"from projections.search import Analyzer": "test_docs", "build_services": "test_docs",
-                  "memoryd_sdk": "tests/sdk/test_readme_examples.py"}
+                  "memoryd_sdk": "tests/sdk/test_readme_examples.py",
+                  "memoryd_sdk.integrations": "tests/integrations/test_frameworks_docs.py"}
 
 
 def blocks(page: str, language: str) -> list[str]:

@@ -24,13 +24,12 @@ the receipt and changes nothing. HTTP, embedding, the SDKs, the MCP server's
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import logging
 import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
@@ -41,9 +40,10 @@ import memoryd.app.turn.records as records
 from events.store import EventStore
 from events.streams import memory_versions
 from memoryd.app.scope import SessionScope, WorkstreamGone, resolve
+from memoryd.app.turn.answers import Item, Turn, TurnReceipt, sha256
 from memoryd.app.turn.conversation import conversation_length
 from memoryd.app.turn.request import Signal, TurnRequest
-from memoryd.app.turn.tools import SPEC_TOOLS, ToolNames
+from memoryd.app.turn.tools import ToolNames
 from memoryd.config import MemorySettings
 from memoryd.db import Database
 from memoryd.directory import Directory
@@ -56,75 +56,6 @@ from projections.search import Candidate, SearchIndex, SearchService
 log = logging.getLogger(__name__)
 PURGE_EVERY_SECONDS = 3_600.0
 Clock = Callable[[], float]  # seconds since the epoch
-
-
-@dataclass(frozen=True)
-class Item:
-    """One injected memory, as rendered: the version is the log position of the event it was read from."""
-
-    memory_id: str
-    name: str
-    type: str
-    scope: str
-    score: float | None  # None when chosen by recency (no context)
-    position: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"memory_id": self.memory_id, "name": self.name, "type": self.type, "scope": self.scope,
-                "score": self.score, "position": self.position}
-
-
-@dataclass(frozen=True)
-class Turn:
-    """The composer's answer; ``to_dict`` is the HTTP body."""
-
-    turn_id: str | None
-    turn: int | None  # the session's turn number; None for a preview or a turn that could not be recorded
-    position: int  # the log position the memories were read at
-    memory_enabled: bool
-    placement: str
-    system: str  # the runtime's own system prompt
-    block: str
-    hint: str
-    items: list[Item]
-    in_scope: int
-    candidates: int
-    nudges: list[nudges.Nudge]
-    receipt_id: str | None = None
-    degraded: str | None = None
-    dropped: dict[str, int] = field(default_factory=lambda: {"floor": 0, "budget": 0})
-    replayed: bool = False
-    tools: ToolNames = SPEC_TOOLS  # how the model sees the memory tool (the tail message names it)
-
-    @property
-    def system_message(self) -> dict[str, str] | None:
-        if self.placement != "system":
-            return None
-        return {"role": "system", "content": block.system_content(self.system, self.block, self.hint)}
-
-    @property
-    def tail_message(self) -> dict[str, str] | None:
-        content = block.tail_content(self.block, self.hint, self.tools) if self.placement == "tail" else ""
-        return {"role": "user", "content": content} if content else None
-
-    @property
-    def system_sha256(self) -> str:
-        """The hash of the system message the runtime sends: composed here, or its own one left untouched."""
-        message = self.system_message
-        return sha256(message["content"] if message is not None else self.system)
-
-    @property
-    def block_sha256(self) -> str:
-        return sha256(self.block)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"turn_id": self.turn_id, "turn": self.turn, "position": self.position,
-                "memory_enabled": self.memory_enabled, "placement": self.placement, "block": self.block,
-                "hint": self.hint, "system_message": self.system_message, "tail_message": self.tail_message,
-                "items": [item.to_dict() for item in self.items], "in_scope": self.in_scope,
-                "candidates": self.candidates, "nudges": [nudge.to_dict() for nudge in self.nudges],
-                "receipt_id": self.receipt_id, "degraded": self.degraded, "dropped": self.dropped,
-                "block_sha256": self.block_sha256, "system_sha256": self.system_sha256, "replayed": self.replayed}
 
 
 class TurnComposer:
@@ -170,7 +101,7 @@ class TurnComposer:
             won = [kind for kind in kinds if records.charge(conn, session.session_id, kind, now_ms, self._cooldown_ms)]
         return [nudges.nudge(kind, signal.tool_names) for kind in won]
 
-    def receipt(self, session: Session, turn_id: str) -> dict[str, Any] | None:
+    def receipt(self, session: Session, turn_id: str) -> TurnReceipt | None:
         """The session's own record of a turn, its block rebuilt from the log and checked against the recorded
         hash. Memories the session can no longer see (a revoked member, an archived project) stay out: then
         the block is withheld and ``withheld`` counts them, as access is resolved at each call."""
@@ -185,7 +116,7 @@ class TurnComposer:
         return self._receipt_view(stored, lambda memory: any(
             pattern.scope == memory.scope and pattern.scope_id in (None, memory.scope_id) for pattern in visible))
 
-    def receipts(self, session_id: str, after_turn: int, limit: int) -> list[dict[str, Any]]:
+    def receipts(self, session_id: str, after_turn: int, limit: int) -> list[TurnReceipt]:
         with self.database.read() as conn:
             stored = records.page(conn, session_id, after_turn, limit)
         return [self._receipt_view(receipt) for receipt in stored]
@@ -321,21 +252,18 @@ class TurnComposer:
         return text, items
 
     def _receipt_view(self, stored: records.Receipt,
-                      sees: Callable[[Memory], bool] = lambda memory: True) -> dict[str, Any]:
+                      sees: Callable[[Memory], bool] = lambda memory: True) -> TurnReceipt:
         rebuilt, rendered = self._rebuilt(stored.details)
         details = stored.details
         items = [item for item, memory in rendered if sees(memory)]
         withheld = len(rendered) - len(items)
-        return {"receipt_id": stored.receipt_id, "session_id": stored.session_id, "turn_id": stored.turn_id,
-                "turn": stored.turn, "created": stored.created, "position": stored.position,
-                "placement": details["placement"], "memory_enabled": details["memory_enabled"],
-                "tool_visible": details["tool_visible"], "in_scope": details["in_scope"],
-                "candidates": details["candidates"], "items": [item.to_dict() for item in items],
-                "nudges": [nudges.nudge(kind, ToolNames.parse(details.get("tool_names"))).to_dict()
-                           for kind in details["nudges"]],
-                "degraded": details["degraded"], "dropped": details["dropped"], "block": "" if withheld else rebuilt,
-                "withheld": withheld, "hint": details["hint"], "block_sha256": stored.block_sha256,
-                "block_matches": sha256(rebuilt) == stored.block_sha256, "system_sha256": stored.system_sha256}
+        tools = ToolNames.parse(details.get("tool_names"))
+        return TurnReceipt(
+            stored.receipt_id, stored.session_id, stored.turn_id, stored.turn, stored.created, stored.position,
+            details["placement"], details["memory_enabled"], details["tool_visible"], details["in_scope"],
+            details["candidates"], items, [nudges.nudge(kind, tools) for kind in details["nudges"]],
+            details["degraded"], details["dropped"], "" if withheld else rebuilt, withheld, details["hint"],
+            stored.block_sha256, sha256(rebuilt) == stored.block_sha256, stored.system_sha256)
 
     def _purge_now_and_then(self) -> None:
         """Forget receipts past the retention (and deliveries long out of their cooldown), at most hourly."""
@@ -395,6 +323,3 @@ def _receipt(session: Session, request: TurnRequest, turn: Turn, now: str) -> re
                            turn.position, request.fingerprint(), turn.block_sha256,
                            turn.system_sha256, details)
 
-
-def sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

@@ -60,9 +60,6 @@ class Nudge:
     text: str
     deliver: str  # after_user | after_tool_results
 
-    def to_dict(self) -> dict[str, str]:
-        return {"type": self.type, "text": self.text, "deliver": self.deliver}
-
 
 def nudge(kind: str, tools: ToolNames = SPEC_TOOLS) -> Nudge:
     text = TEXTS[kind].format(search=tools.call("search"), save=tools.call("save"),
