@@ -96,9 +96,18 @@ _AT = select(events).where(or_(events.c.position.in_(bindparam("positions", expa
                                events.c.stream_id.in_(bindparam("streams", expanding=True)))).order_by(events.c.position)
 
 
+Clock = Callable[[], dt.datetime]
+
+
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
 class EventStore:
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, clock: Clock = utc_now) -> None:
+        """``clock`` (aware times) stamps ``recorded_at``: tests pass one they move instead of sleeping."""
         self.database = database
+        self.clock = clock
 
     def transaction(self) -> AbstractContextManager[AppendTransaction]:
         """A write transaction to append in (a command's, say): handed to every step that reads or writes in it."""
@@ -132,7 +141,7 @@ class EventStore:
         tx: AppendTransaction | None = None,
     ) -> list[int]:
         """Append ``(stream_id, version, event)`` rows in one transaction (``tx``, or one of its own): all or none."""
-        recorded_at = _now()
+        recorded_at = _stamp(self.clock())
         return self.append_rows([_row(stream_id, version, event, metadata, recorded_at)
                                  for stream_id, version, event in appends], claim, tx=tx)
 
@@ -287,8 +296,7 @@ class EventStore:
 
     def position_at(self, moment: dt.datetime) -> int:
         """The last position recorded at or before ``moment`` (aware); 0 before the first event."""
-        # ``_now``'s form, which orders as text (isoformat pads years below 1000, strftime would not)
-        recorded_at = moment.astimezone(dt.UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+        recorded_at = _stamp(moment)
         with self.database.read() as conn:
             return int(conn.execute(select(func.coalesce(func.max(events.c.position), 0))
                                     .where(events.c.recorded_at <= recorded_at)).scalar_one())
@@ -353,8 +361,9 @@ def _lost_race(rows: Sequence[dict[str, Any]]) -> ConcurrencyConflict:
     return ConcurrencyConflict(f"another writer moved {', '.join(streams[:3])} first")
 
 
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+def _stamp(moment: dt.datetime) -> str:
+    """``recorded_at``'s form, which orders as text (isoformat pads years below 1000, strftime would not)."""
+    return moment.astimezone(dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def _row(stream_id: str, version: int, event: DomainEvent, metadata: EventMetadata, recorded_at: str) -> dict[str, Any]:

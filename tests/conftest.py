@@ -12,29 +12,43 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from flask import Flask
-from flask.testing import FlaskClient
 from redis import Redis
 from redis.exceptions import RedisError
 from sqlalchemy import create_engine, text
 
 from api.app import create_app
-from memoryd import migrate
 from memoryd.app.services import Services
-from memoryd.bootstrap import build_services
-from memoryd.config import Config, MemorySettings, SearchSettings, ServerSettings, StorageSettings, WorkerSettings
-from tests.helpers import LiveServer, World, free_port, wait_until_serving
+from memoryd.config import MemorySettings
+from tests.helpers import (
+    UNDER_CI,
+    Caller,
+    Cast,
+    LiveServer,
+    MakeCaller,
+    World,
+    caller_factory,
+    free_port,
+    make_services,
+    wait_until_serving,
+)
 from tests.own_postgres import OwnPostgres, missing_toolchain
 
 POSTGRES_URL = os.environ.get("MEMORYD_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 # Each pytest-xdist worker (gw0, gw1, ...) flushes a Redis database of its own.
 _XDIST_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
 REDIS_URL = os.environ.get("MEMORYD_TEST_REDIS_URL", f"redis://127.0.0.1:6379/{13 - _XDIST_WORKER % 13}")
-UNDER_CI = os.environ.get("CI", "").lower() == "true"
+POSTGRES_FIXTURES = frozenset({"postgres_server", "postgres_url", "built_postgres"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that uses a PostgreSQL fixture is a ``postgres`` test, whether or not its author said so."""
+    for item in items:
+        if POSTGRES_FIXTURES & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("postgres") is None:
+            item.add_marker(pytest.mark.postgres)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -136,20 +150,6 @@ def database_url(request: pytest.FixtureRequest) -> str:
     return str(request.getfixturevalue(f"{request.param}_url"))
 
 
-def make_services(url: str, redis_url: str = "", queue: str | None = None, memory: MemorySettings | None = None,
-                  search: SearchSettings | None = None, **server: Any) -> Services:
-    """Services on ``url`` with a fresh schema; ``redis_url`` switches projection to workers.
-
-    Each gets a queue of its own: other test runs may share the test Redis database.
-    """
-    workers = WorkerSettings(redis_url=redis_url, queue=queue or f"memoryd-test-{uuid.uuid4().hex[:8]}")
-    config = Config(memory=memory or MemorySettings(), storage=StorageSettings(database_url=url), workers=workers,
-                    server=ServerSettings(**server), search=search or SearchSettings())
-    services = build_services(config)
-    migrate.upgrade(services.database)
-    return services
-
-
 def _builder(url: str) -> Iterator[Callable[..., Services]]:
     made: list[Services] = []
 
@@ -198,43 +198,6 @@ def any_services(database_url: str) -> Iterator[Services]:
     built.database.dispose()
 
 
-@dataclass
-class Caller:
-    """A user with a token, and a client that sends it."""
-
-    user_id: str
-    token: str
-    client: FlaskClient
-
-    def request(self, method: str, path: str, **kwargs: Any) -> Any:
-        headers = {"Authorization": f"Bearer {self.token}", **kwargs.pop("headers", {})}
-        return self.client.open(path, method=method, headers=headers, **kwargs)
-
-    def get(self, path: str, **kwargs: Any) -> Any:
-        return self.request("GET", path, **kwargs)
-
-    def post(self, path: str, **kwargs: Any) -> Any:
-        return self.request("POST", path, **kwargs)
-
-    def delete(self, path: str, **kwargs: Any) -> Any:
-        return self.request("DELETE", path, **kwargs)
-
-    def save(self, name: str, content: str = "some content", description: str = "a description", **fields: Any) -> Any:
-        return self.post("/v1/api/memories", json={"name": name, "content": content, "description": description, **fields})
-
-
-MakeCaller = Callable[..., Caller]
-
-
-def _caller_factory(app: Flask, svc: Services) -> MakeCaller:
-    def make(scopes: str = "read,write", permissions: tuple[str, ...] = (), user_id: str | None = None) -> Caller:
-        user = user_id or svc.directory.create_user(f"user-{uuid.uuid4().hex[:8]}")
-        _, token = svc.directory.create_token(user, scopes.split(","), list(permissions))
-        return Caller(user, token, app.test_client())
-
-    return make
-
-
 @pytest.fixture
 def app(services: Services) -> Flask:
     return create_app(services)
@@ -242,7 +205,7 @@ def app(services: Services) -> Flask:
 
 @pytest.fixture
 def make_caller(app: Flask, services: Services) -> MakeCaller:
-    return _caller_factory(app, services)
+    return caller_factory(app, services)
 
 
 @pytest.fixture
@@ -258,24 +221,12 @@ def admin(make_caller: MakeCaller) -> Caller:
 @pytest.fixture
 def any_make_caller(any_services: Services) -> MakeCaller:
     """``make_caller`` on each backend in turn."""
-    return _caller_factory(create_app(any_services), any_services)
+    return caller_factory(create_app(any_services), any_services)
 
 
 @pytest.fixture
 def world(admin: Caller, services: Services) -> World:
     return World(admin, services)
-
-
-@dataclass
-class Cast:
-    """Alice and Bob with a workstream each, a service token, and a workstream nobody owns."""
-
-    alice: Caller
-    bob: Caller
-    service: Caller
-    alice_workstream: str
-    bob_workstream: str
-    unowned_workstream: str
 
 
 @pytest.fixture

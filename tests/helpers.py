@@ -1,34 +1,55 @@
-"""Small test utilities shared by several test modules."""
+"""The helpers test modules share: they import them from here, never from one another."""
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
+import fcntl
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from itertools import count
+from pathlib import Path
+from typing import Any, TypeVar
 
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
 from memoryd_sdk import MemorydConsole
 from rq import SimpleWorker
 from sqlalchemy import Connection, select
 
 from commands.handlers import Outcome
 from commands.model import SaveMemory
-from events.types import EventMetadata, RecordedEvent
+from events.types import DomainEvent, EventMetadata, MemorySaved, RecordedEvent
+from memoryd import migrate
 from memoryd.app.services import Services
 from memoryd.bootstrap import build_services
-from memoryd.config import Config, StorageSettings
-from memoryd.domain import Namespace
+from memoryd.config import Config, MemorySettings, SearchSettings, ServerSettings, StorageSettings, WorkerSettings
+from memoryd.domain import Memory, Namespace
 from memoryd.driver import Transaction
 from memoryd.schema import memory_counts, structured_memories
+from projections.filters import MemoryFilter, ScopePattern
+from projections.search import SearchIndex, Tuning
+
+T = TypeVar("T")
+
+
+def present(value: T | None) -> T:
+    """``value``, which the test expects to exist (a lookup that found nothing fails the test here)."""
+    assert value is not None
+    return value
 
 
 def table_rows(services: Services) -> list[dict[str, Any]]:
@@ -77,11 +98,22 @@ def refuse_events(services: Services, content: str) -> Callable[[], None]:
                        sqlite="json_extract(NEW.payload, '$.memory.content')", sqlite_failure="SELECT json('{')")
 
 
+class SteppingClock:
+    """The event store's clock in tests: each reading is one millisecond after the last, so events get distinct times."""
+
+    def __init__(self, start: dt.datetime = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)) -> None:
+        self.now = start
+
+    def __call__(self) -> dt.datetime:
+        self.now += dt.timedelta(milliseconds=1)
+        return self.now
+
+
 def free_port() -> int:
     """A TCP port on the loopback nobody listens on right now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        return int(sock.getsockname()[1])
 
 
 def run_queued_jobs(services: Services) -> None:
@@ -98,8 +130,8 @@ def run_queued_jobs(services: Services) -> None:
 def memory_counts_by_namespace(services: Services) -> dict[tuple[str, str, str], int]:
     """The projection's counts per (scope, scope_id, type), leaving out namespaces whose count went to 0."""
     with services.database.read() as conn:
-        rows = conn.execute(select(memory_counts))
-        return {(row.scope, row.scope_id, row.type): row.count for row in rows if row.count}
+        rows = conn.execute(select(memory_counts)).mappings()
+        return {(row["scope"], row["scope_id"], row["type"]): int(row["count"]) for row in rows if row["count"]}
 
 
 def rebuild_equals_live(services: Services) -> bool:
@@ -110,6 +142,7 @@ def rebuild_equals_live(services: Services) -> bool:
 
 
 GLOBAL = Namespace("global", "")
+UNDER_CI = os.environ.get("CI", "").lower() == "true"
 
 
 def save_memory(services: Services, name: str, content: str = "content", namespace: Namespace = GLOBAL,
@@ -281,3 +314,183 @@ class LiveServer:
         assert session.info is not None
         return {**caller, "url": self.base_url, "workstream_id": workstream.workstream_id,
                 "session_id": session.session_id, "session_token": session.info.token}
+
+
+def make_services(url: str, redis_url: str = "", queue: str | None = None, memory: MemorySettings | None = None,
+                  search: SearchSettings | None = None, **server: Any) -> Services:
+    """Services on ``url`` with a fresh schema; ``redis_url`` switches projection to workers.
+
+    Each gets a queue of its own: other test runs may share the test Redis database.
+    """
+    workers = WorkerSettings(redis_url=redis_url, queue=queue or f"memoryd-test-{uuid.uuid4().hex[:8]}")
+    config = Config(memory=memory or MemorySettings(), storage=StorageSettings(database_url=url), workers=workers,
+                    server=ServerSettings(**server), search=search or SearchSettings())
+    services = build_services(config)
+    migrate.upgrade(services.database)
+    return services
+
+
+
+@dataclass
+class Caller:
+    """A user with a token, and a client that sends it."""
+
+    user_id: str
+    token: str
+    client: FlaskClient
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        headers = {"Authorization": f"Bearer {self.token}", **kwargs.pop("headers", {})}
+        return self.client.open(path, method=method, headers=headers, **kwargs)
+
+    def get(self, path: str, **kwargs: Any) -> Any:
+        return self.request("GET", path, **kwargs)
+
+    def post(self, path: str, **kwargs: Any) -> Any:
+        return self.request("POST", path, **kwargs)
+
+    def delete(self, path: str, **kwargs: Any) -> Any:
+        return self.request("DELETE", path, **kwargs)
+
+    def save(self, name: str, content: str = "some content", description: str = "a description", **fields: Any) -> Any:
+        return self.post("/v1/api/memories", json={"name": name, "content": content, "description": description, **fields})
+
+
+
+MakeCaller = Callable[..., Caller]
+
+
+
+def caller_factory(app: Flask, svc: Services) -> MakeCaller:
+    def make(scopes: str = "read,write", permissions: tuple[str, ...] = (), user_id: str | None = None) -> Caller:
+        user = user_id or svc.directory.create_user(f"user-{uuid.uuid4().hex[:8]}")
+        _, token = svc.directory.create_token(user, scopes.split(","), list(permissions))
+        return Caller(user, token, app.test_client())
+
+    return make
+
+
+
+@dataclass
+class Cast:
+    """Alice and Bob with a workstream each, a service token, and a workstream nobody owns."""
+
+    alice: Caller
+    bob: Caller
+    service: Caller
+    alice_workstream: str
+    bob_workstream: str
+    unowned_workstream: str
+
+
+def plant(services: Services, name: str, memory: dict[str, Any]) -> int:
+    """A memory.save event written directly into the log; returns its position."""
+    return services.store.append_rows([dict(
+        stream_id=f'memory:["global","",{json.dumps(name)}]', stream_version=1, event_type="memory.save",
+        schema_version=1, payload={"memory": memory}, meta={"actor_user_id": "intruder"},
+        recorded_at="2026-12-01T00:00:00.000000Z")])[0]
+
+
+
+def a_memory(name: str, **fields: str) -> dict[str, str]:
+    return {"memory_id": f"id-{name}", "name": name, "description": "planted", "type": "general", "scope": "global",
+            "scope_id": "", "content": "planted content", "created": "2026-12-01T00:00:00",
+            "updated": "2026-12-01T00:00:00", **fields}
+
+
+def saved_event(index: int) -> MemorySaved:
+    """The save of memory ``m{index}`` (id ``id{index}``) in the global namespace."""
+    name = f"m{index}"
+    moment = "2026-01-01T00:00:00"
+    return MemorySaved(Memory(f"id{index}", name, "d", "general", "global", "", "c", moment, moment))
+
+
+WORDS = [f"w{index}" for index in range(40)]
+
+GLOBAL_FILTER = MemoryFilter(scopes=(ScopePattern("global"),))
+
+_positions = count(1)
+
+
+
+def memory(name: str, content: str, scope: str = "global", scope_id: str = "", memory_type: str = "general",
+           updated: str = "2026-01-01T00:00:00", description: str = "d") -> Memory:
+    return Memory(f"id-{scope}-{scope_id}-{name}", name, description, memory_type, scope, scope_id, content,
+                  "2026-01-01T00:00:00", updated)
+
+
+
+def recorded(event: DomainEvent) -> RecordedEvent:
+    return RecordedEvent(next(_positions), "s", 1, event.event_type, 1, event.payload(), {}, "")
+
+
+
+def index_of(memories: list[Memory]) -> SearchIndex:
+    index = SearchIndex()
+    index.apply_all(recorded(MemorySaved(m)) for m in memories)
+    return index
+
+
+
+CALLERS = [GLOBAL_FILTER, MemoryFilter(scopes=None), MemoryFilter(scopes=(ScopePattern("user", "alice"),)),
+           MemoryFilter(scopes=(ScopePattern("global"), ScopePattern("user", "bob"))),
+           MemoryFilter(scopes=(ScopePattern("user"),)), MemoryFilter(type="feedback", scopes=None),
+           MemoryFilter(type="user", scopes=(ScopePattern("user", "carol"), ScopePattern("global")))]
+
+SPACES = [("global", ""), ("user", "alice"), ("user", "bob"), ("user", "carol")]
+
+TINY = Tuning(freeze_postings=60, tier_base=4, fanout=2)  # freeze every ~60 postings, merge pairs
+
+
+
+def _slow_merge() -> None:
+    threading.Event().wait(0.002)
+
+
+def tiny_segments(pack_limit: int = TINY.pack_limit) -> SearchIndex:
+    """An index of tiny parts whose merges are slow enough (2 ms) for writes to land mid-build."""
+    return SearchIndex(tuning=dataclasses.replace(TINY, pack_limit=pack_limit),
+                       merge_built=_slow_merge)
+
+
+
+def answers(index: SearchIndex, query: str) -> list[list[tuple[str, float]]]:
+    return [[(h.memory_id, round(h.score, 9)) for h in index.search(where, query, 15)] for where in CALLERS]
+
+
+TYPESCRIPT = Path(__file__).resolve().parents[1] / "sdk" / "typescript"
+
+
+
+def node_toolchain() -> str | None:
+    """Why the TypeScript suite cannot run here, or None if node and npm are installed."""
+    missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
+    return f"{' and '.join(missing)} not installed" if missing else None
+
+
+
+def build_typescript_sdk() -> Path:
+    """``npm ci`` and the build, once per test run however many workers ask (they wait on a lock)."""
+    problem = node_toolchain()
+    if problem:
+        if UNDER_CI:
+            pytest.fail(f"the TypeScript SDK suite must run under CI=true: {problem}", pytrace=False)
+        pytest.skip(problem)
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID", str(os.getpid()))
+    stamp = TYPESCRIPT / "dist" / ".built-by"
+    with open(TYPESCRIPT / ".build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stamp.exists() and stamp.read_text() == run_id:
+            return TYPESCRIPT
+        for command in (["npm", "ci", "--no-audit", "--no-fund"], ["npm", "run", "build"]):
+            done = subprocess.run(command, cwd=TYPESCRIPT, capture_output=True, text=True, timeout=600)
+            assert done.returncode == 0, f"{' '.join(command)} failed:\n{done.stdout}\n{done.stderr}"
+        stamp.write_text(run_id)
+    return TYPESCRIPT
+
+
+def example_environment(live_server: LiveServer, name: str) -> dict[str, str]:
+    """What an SDK example reads from its environment: the live server, a fresh user's token and the admin's."""
+    caller = live_server.caller(name)
+    return {"MEMORYD_URL": live_server.base_url, "MEMORYD_TOKEN": caller["token"],
+            "MEMORYD_ADMIN_TOKEN": live_server.admin_token, "MEMORYD_USER_ID": caller["user_id"]}

@@ -8,7 +8,7 @@ import pytest
 
 if TYPE_CHECKING:
     from memoryd.app.services import Services
-    from tests.conftest import Caller
+    from tests.helpers import Caller
 
 BATCH = "/v1/api/memories/batch"
 MEMORIES = "/v1/api/memories"
@@ -26,7 +26,7 @@ def names(caller: Caller) -> dict[str, str]:
     return {memory["name"]: memory["content"] for memory in caller.get(MEMORIES).get_json()["memories"]}
 
 
-def test_a_batch_applies_its_writes_in_order_at_consecutive_positions(alice: Caller):
+def test_a_batch_applies_its_writes_in_order_at_consecutive_positions(alice: Caller) -> None:
     alice.save("old_note", "old")
     answer = alice.post(BATCH, json={"writes": [save("a", "first"), save("a", "second"), delete("old_note"),
                                                 save("b")]})
@@ -39,7 +39,7 @@ def test_a_batch_applies_its_writes_in_order_at_consecutive_positions(alice: Cal
     assert names(alice) == {"a": "second", "b": "some content"}
 
 
-def test_a_refused_write_names_its_index_and_nothing_of_the_batch_is_written(alice: Caller, services: Services):
+def test_a_refused_write_names_its_index_and_nothing_of_the_batch_is_written(alice: Caller, services: Services) -> None:
     head = services.store.head_position()
     answer = alice.post(BATCH, json={"writes": [save("kept_out"), delete("never_saved")]})
     assert answer.status_code == 404
@@ -62,7 +62,7 @@ def test_a_refused_write_names_its_index_and_nothing_of_the_batch_is_written(ali
                                            "again and retry"),
 ])
 def test_a_bad_batch_is_refused_whole_with_the_write_it_names(alice: Caller, writes: Any, status: int,
-                                                               message: str | None):
+                                                               message: str | None) -> None:
     answer = alice.post(BATCH, json={"writes": writes})
     assert answer.status_code == status, answer.get_json()
     if message is not None:
@@ -72,14 +72,14 @@ def test_a_bad_batch_is_refused_whole_with_the_write_it_names(alice: Caller, wri
     assert names(alice) == {}
 
 
-def test_a_delete_with_missing_ok_counts_a_missing_memory_as_deleted(alice: Caller):
+def test_a_delete_with_missing_ok_counts_a_missing_memory_as_deleted(alice: Caller) -> None:
     answer = alice.post(BATCH, json={"writes": [delete("nothing_here", missing_ok=True)]})
     assert answer.status_code == 200
     assert answer.get_json() == {"writes": [{"action": "delete", "name": "nothing_here", "deleted": False,
                                              "memory": None}], "position": None}
 
 
-def test_expected_version_guards_each_write(alice: Caller):
+def test_expected_version_guards_each_write(alice: Caller) -> None:
     alice.save("guarded", "v1")
     stale = alice.post(BATCH, json={"writes": [save("guarded", "v2", expected_version=2)]})
     assert stale.status_code == 412 and stale.get_json()["current_version"] == 1
@@ -87,7 +87,7 @@ def test_expected_version_guards_each_write(alice: Caller):
     assert fresh.get_json()["writes"][0]["memory"]["version"] == 2
 
 
-def test_a_retry_with_the_same_idempotency_key_replays_the_batch(alice: Caller, services: Services):
+def test_a_retry_with_the_same_idempotency_key_replays_the_batch(alice: Caller, services: Services) -> None:
     request = {"writes": [save("once"), delete("once")]}
     first = alice.post(BATCH, json=request, headers={"Idempotency-Key": "batch-1"})
     head = services.store.head_position()
@@ -97,12 +97,12 @@ def test_a_retry_with_the_same_idempotency_key_replays_the_batch(alice: Caller, 
     assert services.store.head_position() == head
 
 
-def test_a_read_only_token_may_not_write_a_batch(make_caller: Any):
+def test_a_read_only_token_may_not_write_a_batch(make_caller: Any) -> None:
     reader = make_caller("read")
     assert reader.post(BATCH, json={"writes": [save("x")]}).status_code == 403
 
 
-def test_search_hits_carry_their_bm25_score_best_first(alice: Caller):
+def test_search_hits_carry_their_bm25_score_best_first(alice: Caller) -> None:
     alice.save("deploys", "we deploy with buildkite every friday; deploy deploy")
     alice.save("lunch", "lunch is at noon; we deploy rarely")
     hits = alice.post("/v1/api/memories/search", json={"query": "deploy"}).get_json()["memories"]

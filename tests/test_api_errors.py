@@ -10,12 +10,17 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from flask import Flask
 
 from api.app import create_app
+from memoryd.app.services import Services
 from memoryd.bootstrap import build_services
 from memoryd.config import Config, ServerSettings, StorageSettings
+from tests.helpers import Caller, MakeCaller
 
 MEMORIES = "/v1/api/memories"
 SEARCH = "/v1/api/memories/search"
@@ -25,7 +30,7 @@ UNAUTHORIZED = "Unauthorized: missing or invalid token"
 VALID_BODY = {"name": "note", "content": "some content", "description": "a description"}
 
 
-def assert_error(response, status, message=None):
+def assert_error(response: Any, status: int, message: str | None = None) -> None:
     assert response.status_code == status
     assert response.mimetype == "application/json"
     body = json.loads(response.get_data())
@@ -56,33 +61,34 @@ def assert_error(response, status, message=None):
     ids=["no-header", "no-header-delete", "no-header-admin", "empty-header", "bearer-without-token", "bearer-blank",
          "wrong-token", "wrong-token-admin", "basic-scheme", "token-scheme", "no-scheme"],
 )
-def test_a_request_without_a_valid_bearer_token_is_401(admin, services, authorization, method, path):
+def test_a_request_without_a_valid_bearer_token_is_401(admin: Caller, services: Services, authorization: str | None,
+                                                       method: str, path: Any) -> None:
     headers = {} if authorization is None else {"Authorization": authorization.format(token=admin.token)}
     response = admin.client.open(path, method=method, headers=headers, json=VALID_BODY)
     assert_error(response, 401, UNAUTHORIZED)
     assert services.store.head_position() == 0
 
 
-def test_a_401_tells_the_client_to_use_a_bearer_token(app):
+def test_a_401_tells_the_client_to_use_a_bearer_token(app: Flask) -> None:
     response = app.test_client().get(MEMORIES)
     assert response.status_code == 401
     assert response.headers.get("WWW-Authenticate", "").lower().startswith("bearer")
 
 
-def test_the_bearer_scheme_name_is_case_insensitive(alice):
+def test_the_bearer_scheme_name_is_case_insensitive(alice: Caller) -> None:
     response = alice.client.get(MEMORIES, headers={"Authorization": f"bearer {alice.token}"})
     assert response.status_code == 200
 
 
 @pytest.mark.parametrize(("method", "path"), [("POST", MEMORIES), ("DELETE", f"{MEMORIES}/note")])
-def test_a_read_only_token_may_not_write(make_caller, services, method, path):
+def test_a_read_only_token_may_not_write(make_caller: MakeCaller, services: Services, method: str, path: Any) -> None:
     reader = make_caller("read")
     response = reader.request(method, path, json=VALID_BODY)
     assert_error(response, 403, "Forbidden: token lacks 'write' scope")
     assert services.store.head_position() == 0
 
 
-def test_a_read_only_token_may_search_and_list(make_caller, alice):
+def test_a_read_only_token_may_search_and_list(make_caller: MakeCaller, alice: Caller) -> None:
     alice.save("deploy_notes", content="deploy with care")
     reader = make_caller("read")
     search = reader.post(SEARCH, json={"query": "deploy"})
@@ -95,17 +101,17 @@ def test_a_read_only_token_may_search_and_list(make_caller, alice):
 
 
 @pytest.mark.parametrize("path", ["/v1/api/nothing", "/v1/api/admin/memories/a/b", "/v2/api/memories"])
-def test_an_unknown_route_is_a_json_404(alice, path):
+def test_an_unknown_route_is_a_json_404(alice: Caller, path: str) -> None:
     assert_error(alice.get(path), 404)
 
 
 @pytest.mark.parametrize(("method", "path"), [
     ("PUT", MEMORIES), ("PUT", SEARCH), ("PATCH", f"{ADMIN}/some-id"), ("DELETE", AUDIT)])
-def test_a_wrong_method_is_a_json_405(alice, method, path):
+def test_a_wrong_method_is_a_json_405(alice: Caller, method: str, path: Any) -> None:
     assert_error(alice.request(method, path), 405)
 
 
-def test_get_on_the_search_path_is_the_get_of_a_memory_named_search(alice):
+def test_get_on_the_search_path_is_the_get_of_a_memory_named_search(alice: Caller) -> None:
     """Names are free, as upstream: ``GET .../memories/search`` reads the memory called ``search`` (no 405)."""
     assert_error(alice.get(SEARCH), 404, "Memory 'search' not found")
     assert alice.post(MEMORIES, json={**VALID_BODY, "name": "search"}).status_code == 201
@@ -114,7 +120,7 @@ def test_get_on_the_search_path_is_the_get_of_a_memory_named_search(alice):
 
 @pytest.mark.parametrize(("method", "path", "allowed"), [("PUT", MEMORIES, {"GET", "POST"}),
                                                          ("PATCH", f"{MEMORIES}/some_name", {"GET", "DELETE"})])
-def test_a_405_lists_the_methods_the_route_allows(alice, method, path, allowed):
+def test_a_405_lists_the_methods_the_route_allows(alice: Caller, method: str, path: Any, allowed: Any) -> None:
     response = alice.request(method, path)
     assert response.status_code == 405
     assert allowed <= {item.strip() for item in response.headers.get("Allow", "").split(",")}
@@ -137,14 +143,15 @@ def test_a_405_lists_the_methods_the_route_allows(alice, method, path, allowed):
         (MEMORIES, b"null", "Request body must be a JSON object"),
     ],
 )
-def test_a_body_that_is_not_a_json_object_is_rejected(alice, services, path, data, message):
+def test_a_body_that_is_not_a_json_object_is_rejected(alice: Caller, services: Services, path: Any, data: bytes,
+                                                      message: str) -> None:
     response = alice.post(path, data=data, content_type="application/json")
     assert_error(response, 400, message)
     assert services.store.head_position() == 0
 
 
 @pytest.fixture
-def small_app_caller(services, alice):
+def small_app_caller(services: Services, alice: Caller) -> Caller:
     """Alice's token against an app that accepts bodies of at most 2048 bytes."""
     small = create_app(dataclasses.replace(services, config=dataclasses.replace(
         services.config, server=ServerSettings(max_body_bytes=2048))))
@@ -152,21 +159,21 @@ def small_app_caller(services, alice):
 
 
 @pytest.mark.parametrize("path", [MEMORIES, SEARCH])
-def test_a_body_over_the_configured_maximum_is_413(small_app_caller, services, path):
+def test_a_body_over_the_configured_maximum_is_413(small_app_caller: Caller, services: Services, path: Any) -> None:
     response = small_app_caller.post(path, json=VALID_BODY | {"query": "x", "content": "x" * 3000})
     assert_error(response, 413)
     assert "2048" in response.json["error"]
     assert services.store.head_position() == 0
 
 
-def test_a_body_under_the_configured_maximum_is_accepted(small_app_caller):
+def test_a_body_under_the_configured_maximum_is_accepted(small_app_caller: Caller) -> None:
     assert small_app_caller.post(MEMORIES, json=VALID_BODY | {"content": "x" * 1500}).status_code == 201
 
 
 # -- storage failures ---------------------------------------------------------
 
 
-def drop(services, table):
+def drop(services: Services, table: str) -> None:
     with services.database.write() as conn:
         conn.exec_driver_sql(f"DROP TABLE {table}")
 
@@ -188,7 +195,8 @@ def drop(services, table):
         ("events", "GET", AUDIT, None),
     ],
 )
-def test_a_storage_failure_is_a_500_never_a_false_404(admin, services, table, method, path, body):
+def test_a_storage_failure_is_a_500_never_a_false_404(admin: Caller, services: Services, table: str, method: str, path: Any,
+                                                      body: Any) -> None:
     memory_id = admin.save("note").json["memory_id"]
     drop(services, table)
     response = admin.request(method, path.format(id=memory_id), json=body)
@@ -198,14 +206,15 @@ def test_a_storage_failure_is_a_500_never_a_false_404(admin, services, table, me
     assert response.headers["X-Request-Id"]
 
 
-def test_a_delete_by_name_still_works_from_the_log_when_the_read_model_is_gone(admin, services):
+def test_a_delete_by_name_still_works_from_the_log_when_the_read_model_is_gone(admin: Caller, services: Services) -> None:
     admin.save("note")
     drop(services, "structured_memories")
     assert admin.delete(f"{MEMORIES}/note").json == {"status": "ok", "name": "note"}
     assert_error(admin.delete(f"{MEMORIES}/note"), 404, "Memory 'note' not found")
 
 
-def test_a_save_that_reached_the_log_is_not_reported_as_failed_when_the_read_model_is_broken(alice, services):
+def test_a_save_that_reached_the_log_is_not_reported_as_failed_when_the_read_model_is_broken(alice: Caller,
+                                                                                             services: Services) -> None:
     drop(services, "structured_memories")
     response = alice.save("note")
     [event] = list(services.store.iter_all())
@@ -222,14 +231,15 @@ def test_a_save_that_reached_the_log_is_not_reported_as_failed_when_the_read_mod
     [("GET", MEMORIES, True, 200), ("GET", MEMORIES, False, 401), ("GET", "/v1/api/nothing", True, 404),
      ("PUT", MEMORIES, True, 405), ("POST", MEMORIES, True, 400)],
 )
-def test_the_request_id_the_client_sent_is_echoed_on_every_response(alice, method, path, authorized, status):
+def test_the_request_id_the_client_sent_is_echoed_on_every_response(alice: Caller, method: str, path: Any, authorized: bool,
+                                                                    status: int) -> None:
     headers = {"X-Request-Id": "trace-42"} | ({"Authorization": f"Bearer {alice.token}"} if authorized else {})
     response = alice.client.open(path, method=method, headers=headers, data=b"[]")
     assert response.status_code == status
     assert response.headers["X-Request-Id"] == "trace-42"
 
 
-def test_a_request_id_is_generated_when_the_client_sends_none(alice):
+def test_a_request_id_is_generated_when_the_client_sends_none(alice: Caller) -> None:
     first, second = alice.get(MEMORIES).headers["X-Request-Id"], alice.get("/v1/api/nothing").headers["X-Request-Id"]
     assert re.fullmatch(r"[0-9a-f]{32}", first)
     assert re.fullmatch(r"[0-9a-f]{32}", second)
@@ -265,7 +275,7 @@ OPERATIONS = {
 
 
 @pytest.fixture(scope="module")
-def served_app(tmp_path_factory):
+def served_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Flask]:
     """An app for the read-only document tests; serving the document never touches the database."""
     url = f"sqlite:///{tmp_path_factory.mktemp('openapi') / 'memoryd.db'}"
     config = Config(storage=StorageSettings(database_url=url))
@@ -275,41 +285,42 @@ def served_app(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def openapi(served_app):
+def openapi(served_app: Flask) -> dict[str, Any]:
     response = served_app.test_client().get("/v1/api/openapi.json")
     assert response.status_code == 200
     assert response.mimetype == "application/json"
-    return json.loads(response.get_data())
+    document: dict[str, Any] = json.loads(response.get_data())
+    return document
 
 
-def resolve(document, schema):
+def resolve(document: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     while "$ref" in schema:
         schema = document["components"]["schemas"][schema["$ref"].rsplit("/", 1)[-1]]
     return schema
 
 
-def test_the_openapi_document_lists_every_operation(openapi):
+def test_the_openapi_document_lists_every_operation(openapi: dict[str, Any]) -> None:
     assert openapi["openapi"].startswith("3.")
     documented = {(path, method) for path, item in openapi["paths"].items() for method in item}
     assert documented == OPERATIONS
 
 
-def test_the_openapi_document_covers_every_route_the_app_serves(served_app, openapi):
+def test_the_openapi_document_covers_every_route_the_app_serves(served_app: Flask, openapi: dict[str, Any]) -> None:
     served = {
         (re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", rule.rule), method.lower())
         for rule in served_app.url_map.iter_rules() if rule.rule.startswith("/v1/api/") and rule.endpoint != "openapi"
-        for method in rule.methods - {"HEAD", "OPTIONS"}
+        for method in (rule.methods or set()) - {"HEAD", "OPTIONS"}
     }
     assert served == OPERATIONS
 
 
-def test_every_reference_in_the_openapi_document_resolves(openapi):
+def test_every_reference_in_the_openapi_document_resolves(openapi: dict[str, Any]) -> None:
     references = re.findall(r'"\$ref": "#/components/schemas/(\w+)"', json.dumps(openapi))
     assert references
     assert set(references) <= set(openapi["components"]["schemas"])
 
 
-def test_the_openapi_request_schemas_name_every_field(openapi):
+def test_the_openapi_request_schemas_name_every_field(openapi: dict[str, Any]) -> None:
     save = resolve(openapi, openapi["paths"][MEMORIES]["post"]["requestBody"]["content"]["application/json"]["schema"])
     assert {"name", "content", "description", "type", "scope", "scope_id"} <= set(save["properties"])
     assert {"name", "content", "description"} <= set(save["required"])
@@ -331,7 +342,8 @@ def test_the_openapi_request_schemas_name_every_field(openapi):
         (AUDIT, "get", {"action", "actor", "memory_id", "project_id", "after", "limit"}, set()),
     ],
 )
-def test_the_openapi_document_names_every_parameter(openapi, path, method, parameters, required):
+def test_the_openapi_document_names_every_parameter(openapi: dict[str, Any], path: Any, method: str, parameters: Any,
+                                                    required: Any) -> None:
     documented = [parameter for parameter in openapi["paths"][path][method]["parameters"] if parameter["in"] != "header"]
     assert {parameter["name"] for parameter in documented} == parameters
     assert {parameter["name"] for parameter in documented if parameter.get("required")} == required
@@ -349,7 +361,7 @@ def test_the_openapi_document_names_every_parameter(openapi, path, method, param
         (AUDIT, "get", {"records", "next_after"}),
     ],
 )
-def test_the_openapi_response_schemas_name_every_field(openapi, path, method, fields):
+def test_the_openapi_response_schemas_name_every_field(openapi: dict[str, Any], path: Any, method: str, fields: Any) -> None:
     operation = openapi["paths"][path][method]
     schema = resolve(openapi, operation["responses"]["200"]["content"]["application/json"]["schema"])
     assert fields <= set(schema["properties"])
@@ -357,7 +369,7 @@ def test_the_openapi_response_schemas_name_every_field(openapi, path, method, fi
     assert set(error["properties"]) == {"error"}
 
 
-def test_the_openapi_memory_list_items_are_whole_memories(openapi):
+def test_the_openapi_memory_list_items_are_whole_memories(openapi: dict[str, Any]) -> None:
     memory_list = resolve(openapi, openapi["paths"][MEMORIES]["get"]["responses"]["200"]["content"]["application/json"]["schema"])
     memory = resolve(openapi, memory_list["properties"]["memories"]["items"])
     fields = {"memory_id", "name", "description", "type", "scope", "scope_id", "content", "created", "updated"}

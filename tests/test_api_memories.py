@@ -12,15 +12,16 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from flask import Flask
 
 from commands.model import SaveMemory
 from events.types import EventMetadata
 from memoryd.app.services import Services
 from memoryd.domain import Namespace
-from tests.helpers import names
+from tests.helpers import Caller, MakeCaller, names
 
 if TYPE_CHECKING:
-    from tests.conftest import Caller, Cast
+    from tests.helpers import Caller, Cast
 
 MEMORIES = "/v1/api/memories"
 SEARCH = "/v1/api/memories/search"
@@ -433,7 +434,7 @@ def test_a_service_token_writes_into_any_workstream(world: Cast) -> None:
     assert names(world.bob.get(MEMORIES, query_string=scope)) == ["from_service"]
 
 
-def test_a_memory_is_read_by_name_with_the_scope_rules_of_delete(make_caller, services):
+def test_a_memory_is_read_by_name_with_the_scope_rules_of_delete(make_caller: MakeCaller, services: Services) -> None:
     alice, bob = make_caller(), make_caller()
     assert alice.save("Deploy Steps", "we deploy with buildkite").status_code == 201
     assert alice.save("notes", "mine alone", scope="user").status_code == 201
@@ -447,9 +448,9 @@ def test_a_memory_is_read_by_name_with_the_scope_rules_of_delete(make_caller, se
     assert alice.get("/v1/api/memories/a%2Fb%20c").json == {"error": "Memory 'a/b_c' not found"}
 
 
-def test_a_listed_memory_is_exactly_what_its_schema_dumps(alice, app):
-    from api.responses import memory_list
+def test_a_listed_memory_is_exactly_what_its_schema_dumps(alice: Caller, app: Flask) -> None:
     from api.answer_schemas import MemoryListSchema
+    from api.responses import memory_list
 
     alice.save("deploy_steps", "run the migrations first")
     row = {**alice.get("/v1/api/memories/deploy_steps").json, "not_a_field": "left out"}

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from tests.conftest import Caller, Cast
+    from tests.helpers import Caller, Cast
 
 MEMORIES = "/v1/api/memories"
 SEARCH = "/v1/api/memories/search"

@@ -3,7 +3,6 @@ answered then, built from the log over the searched namespaces only; on SQLite a
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -13,12 +12,19 @@ from sqlalchemy import text
 
 from commands.model import DeleteMemory, SaveMemory
 from events.types import EventMetadata
+from memoryd.app.services import Services
 from memoryd.domain import Namespace
 from projections.as_of import range_query
-from tests.conftest import Caller, MakeCaller
+from tests.helpers import Caller, MakeCaller, SteppingClock
 
 ADMIN = "/v1/api/admin/memories"
 NAMESPACES = [Namespace("global", ""), Namespace("user", "u1"), Namespace("project", "p1")]
+
+
+@pytest.fixture(autouse=True)
+def _distinct_times(any_services: Services) -> None:
+    """Each event a millisecond after the one before, for as_of by time."""
+    any_services.store.clock = SteppingClock()
 
 
 @pytest.fixture
@@ -26,16 +32,14 @@ def admin(any_make_caller: MakeCaller) -> Caller:
     return any_make_caller("read,write", ("admin.memories",))
 
 
-def _save(services: Any, name: str, content: str, namespace: Namespace = NAMESPACES[0], kind: str | None = None) -> int:
-    time.sleep(0.002)  # distinct times, for as_of by time
+def _save(services: Services, name: str, content: str, namespace: Namespace = NAMESPACES[0], kind: str | None = None) -> int:
     return services.bus.handle(SaveMemory(name, content, "d", kind, namespace), EventMetadata()).position
 
 
-def test_a_memory_as_it_was_at_each_position_and_time(admin, any_services):
+def test_a_memory_as_it_was_at_each_position_and_time(admin: Caller, any_services: Services) -> None:
     first = _save(any_services, "deploy_steps", "alpha one")
     second = _save(any_services, "deploy_steps", "beta two")
     memory_id = admin.get(f"{ADMIN}?limit=1").get_json()["memories"][0]["memory_id"]
-    time.sleep(0.002)
     gone = any_services.bus.handle(DeleteMemory("deploy_steps", NAMESPACES[0]), EventMetadata()).position
     then = admin.get(f"{ADMIN}/{memory_id}?as_of={first}")
     assert then.status_code == 200 and then.get_json()["content"] == "alpha one"
@@ -43,14 +47,16 @@ def test_a_memory_as_it_was_at_each_position_and_time(admin, any_services):
     assert admin.get(f"{ADMIN}/{memory_id}?as_of={second}").get_json()["content"] == "beta two"
     assert admin.get(f"{ADMIN}/{memory_id}?as_of={gone}").status_code == 404
     assert admin.get(f"{ADMIN}/{memory_id}").status_code == 404  # now
-    moment = any_services.store.event_at(first).recorded_at
+    event = any_services.store.event_at(first)
+    assert event is not None
+    moment = event.recorded_at
     by_time = admin.get(f"{ADMIN}/{memory_id}?as_of={moment}")
     assert by_time.get_json()["content"] == "alpha one" and by_time.headers["X-As-Of-Position"] == str(first)
     assert admin.get(f"{ADMIN}/{memory_id}?as_of=2000-01-01T00:00:00Z").status_code == 404  # before the log
     assert admin.get(f"{ADMIN}/{memory_id}?as_of=0005-01-01T00:00:00Z").status_code == 404  # years below 1000 too
 
 
-def test_search_ranks_with_the_statistics_of_that_moment(admin, any_services):
+def test_search_ranks_with_the_statistics_of_that_moment(admin: Caller, any_services: Services) -> None:
     _save(any_services, "first_note", "alpha alpha shared")
     before = _save(any_services, "second_note", "beta shared", NAMESPACES[1])
     _save(any_services, "first_note", "gamma now")  # alpha gone from it afterwards
@@ -71,7 +77,7 @@ OPERATIONS = st.lists(st.tuples(st.sampled_from(["save", "delete"]), st.sampled_
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(operations=OPERATIONS)
-def test_as_of_every_position_lists_what_the_live_list_said_then(admin, any_services, operations):
+def test_as_of_every_position_lists_what_the_live_list_said_then(admin: Caller, any_services: Services, operations: Any) -> None:
     for memory in admin.get(f"{ADMIN}?limit=200").get_json()["memories"]:  # a fresh store for each example
         admin.delete(f"{ADMIN}/{memory['memory_id']}")
     seen = []
@@ -102,14 +108,14 @@ def _listed(answer: Any) -> tuple[int, list[tuple[str, str, str, int]]]:
     ("9999-12-31T23:59:59-01:00", "as_of must be a log position or an ISO 8601 time"),
     ("9" * 5000, "as_of must be a log position or an ISO 8601 time"),
 ])
-def test_a_bad_as_of_is_a_400(admin, any_services, as_of, message):
+def test_a_bad_as_of_is_a_400(admin: Caller, any_services: Services, as_of: str, message: str) -> None:
     _save(any_services, "note", "c")
     for path in (f"{ADMIN}?as_of={as_of}", f"{ADMIN}/search?q=c&as_of={as_of}", f"{ADMIN}/anything?as_of={as_of}"):
         answer = admin.get(path)
         assert answer.status_code == 400 and message in answer.get_json()["error"], (path, answer.get_json())
 
 
-def test_an_erased_memory_is_not_there_at_any_position(admin, any_services):
+def test_an_erased_memory_is_not_there_at_any_position(admin: Caller, any_services: Services) -> None:
     first = _save(any_services, "secret_plan", "zanzibarquux")
     memory_id = admin.get(f"{ADMIN}?limit=1").get_json()["memories"][0]["memory_id"]
     assert admin.post("/v1/api/admin/erasures", json={"memory_id": memory_id, "reason": "r"}).status_code == 201
@@ -118,7 +124,7 @@ def test_an_erased_memory_is_not_there_at_any_position(admin, any_services):
     assert admin.get(f"{ADMIN}/search?q=zanzibarquux&as_of={first}").get_json()["memories"] == []
 
 
-def test_a_namespace_s_history_is_one_index_range_of_the_log(any_services):
+def test_a_namespace_s_history_is_one_index_range_of_the_log(any_services: Services) -> None:
     low, high = 'memory:["user","u1",', 'memory:["user","u1"-'
     query = range_query(any_services.database.dialect, low, high, 10**9)
     with any_services.database.read() as conn:

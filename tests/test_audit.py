@@ -8,8 +8,12 @@ failed mutations leave none.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
+
+from memoryd.app.services import Services
+from tests.helpers import Caller, MakeCaller, present
 
 AUDIT = "/v1/api/admin/audit"
 ADMIN_MEMORIES = "/v1/api/admin/memories"
@@ -18,14 +22,14 @@ CLIENT = {"REMOTE_ADDR": "203.0.113.7"}
 METADATA_KEYS = {"actor_user_id", "token_id", "surface", "client_ip", "request_id"}
 
 
-def save(caller, name, request_id="", **fields):
+def save(caller: Caller, name: str, request_id: str = "", **fields: Any) -> Any:
     """Save from CLIENT's address, sending ``request_id`` as X-Request-Id when given."""
     body = {"name": name, "content": "some content", "description": "a description", **fields}
     headers = {"X-Request-Id": request_id} if request_id else {}
     return caller.post("/v1/api/memories", json=body, headers=headers, environ_base=CLIENT)
 
 
-def records(admin, query=""):
+def records(admin: Caller, query: str = "") -> Any:
     response = admin.get(f"{AUDIT}{query}")
     assert response.status_code == 200, response.json
     return response.json["records"]
@@ -34,17 +38,17 @@ def records(admin, query=""):
 PROJECT_AND_TOOL_FIELDS = ("session_id", "workstream_id", "project_id", "member", "access", "user_id", "token_id", "reason")
 
 
-def without_position_and_time(record):
+def without_position_and_time(record: dict[str, Any]) -> dict[str, Any]:
     """The memory record's fields (the tool and project fields are empty for REST writes: checked here)."""
     assert all(record[key] == "" for key in PROJECT_AND_TOOL_FIELDS)
     return {key: value for key, value in record.items() if key not in ("position", "time", *PROJECT_AND_TOOL_FIELDS)}
 
 
-def test_an_empty_log_has_no_audit_records(admin):
+def test_an_empty_log_has_no_audit_records(admin: Caller) -> None:
     assert admin.get(AUDIT).json == {"records": [], "next_after": 0}
 
 
-def test_save_update_and_delete_each_leave_one_record_describing_the_change(admin, alice):
+def test_save_update_and_delete_each_leave_one_record_describing_the_change(admin: Caller, alice: Caller) -> None:
     saved = save(alice, "deploy-notes", "req-save", scope="user").json
     save(alice, "deploy_notes", "req-update", scope="user", type="feedback")
     alice.delete("/v1/api/memories/deploy_notes?scope=user", headers={"X-Request-Id": "req-delete"}, environ_base=CLIENT)
@@ -62,7 +66,7 @@ def test_save_update_and_delete_each_leave_one_record_describing_the_change(admi
     assert positions == sorted(set(positions))
 
 
-def test_an_admin_delete_is_recorded_with_the_admin_as_actor_and_the_admin_surface(admin, alice):
+def test_an_admin_delete_is_recorded_with_the_admin_as_actor_and_the_admin_surface(admin: Caller, alice: Caller) -> None:
     memory_id = alice.save("stale").json["memory_id"]
     admin.delete(f"{ADMIN_MEMORIES}/{memory_id}", headers={"X-Request-Id": "cleanup"}, environ_base=CLIENT)
     last = records(admin)[-1]
@@ -72,20 +76,20 @@ def test_an_admin_delete_is_recorded_with_the_admin_as_actor_and_the_admin_surfa
     }
 
 
-def test_a_request_id_the_client_did_not_send_is_generated_and_matches_the_response_header(admin, alice):
+def test_a_request_id_the_client_did_not_send_is_generated_and_matches_the_response_header(admin: Caller, alice: Caller) -> None:
     response = alice.save("note")
     generated = response.headers["X-Request-Id"]
     assert generated
     assert [record["request_id"] for record in records(admin)] == [generated]
 
 
-def test_a_forwarded_for_header_from_an_untrusted_client_does_not_become_the_client_ip(admin, alice):
+def test_a_forwarded_for_header_from_an_untrusted_client_does_not_become_the_client_ip(admin: Caller, alice: Caller) -> None:
     alice.post("/v1/api/memories", json={"name": "note", "content": "c", "description": "d"},
                headers={"X-Forwarded-For": "10.9.8.7"}, environ_base=CLIENT)
     assert [record["client_ip"] for record in records(admin)] == ["203.0.113.7"]
 
 
-def test_reads_are_never_audited(admin, alice):
+def test_reads_are_never_audited(admin: Caller, alice: Caller) -> None:
     memory_id = alice.save("note").json["memory_id"]
     alice.get("/v1/api/memories")
     alice.post("/v1/api/memories/search", json={"query": "note"})
@@ -108,7 +112,9 @@ def test_reads_are_never_audited(admin, alice):
          {"name": "x", "content": "y", "description": "d", "scope": "user", "scope_id": "someone"}, 403),
     ],
 )
-def test_a_failed_mutation_leaves_no_audit_record_and_nothing_in_the_log(admin, services, method, path, body, status):
+def test_a_failed_mutation_leaves_no_audit_record_and_nothing_in_the_log(admin: Caller, services: Services, method: str,
+                                                                         path: str, body: dict[str, Any] | None,
+                                                                         status: int) -> None:
     admin.save("kept")
     head = services.store.head_position()
     assert admin.request(method, path, json=body).status_code == status
@@ -116,14 +122,15 @@ def test_a_failed_mutation_leaves_no_audit_record_and_nothing_in_the_log(admin, 
     assert [record["action"] for record in records(admin)] == ["memory.save"]
 
 
-def test_a_write_refused_for_lack_of_scope_leaves_no_audit_record(admin, make_caller):
+def test_a_write_refused_for_lack_of_scope_leaves_no_audit_record(admin: Caller, make_caller: MakeCaller) -> None:
     reader = make_caller("read")
     assert reader.save("note").status_code == 403
     assert records(admin) == []
 
 
 @pytest.mark.parametrize("surface", ["rest", "admin"])
-def test_the_delete_record_carries_the_row_the_client_was_told_was_deleted(admin, alice, services, surface):
+def test_the_delete_record_carries_the_row_the_client_was_told_was_deleted(admin: Caller, alice: Caller, services: Services,
+                                                                           surface: str) -> None:
     alice.save("Runbook", content="first", description="v1")
     latest = alice.save("runbook", content="second", description="v2", type="reference").json
     if surface == "rest":
@@ -140,15 +147,15 @@ def test_the_delete_record_carries_the_row_the_client_was_told_was_deleted(admin
     assert deleted.payload["memory"]["content"] == "second"
 
 
-def test_every_event_in_the_log_records_who_did_it_and_from_where(admin, alice, services):
+def test_every_event_in_the_log_records_who_did_it_and_from_where(admin: Caller, alice: Caller, services: Services) -> None:
     save(alice, "note", "r1")
     memory_id = save(alice, "note", "r2", content="changed").json["memory_id"]
     admin.delete(f"{ADMIN_MEMORIES}/{memory_id}", headers={"X-Request-Id": "r3"}, environ_base=CLIENT)
 
     events = list(services.store.iter_all())
     assert all(METADATA_KEYS <= set(event.metadata) for event in events)
-    alice_token = services.directory.authenticate(alice.token).token_id
-    admin_token = services.directory.authenticate(admin.token).token_id
+    alice_token = present(services.directory.authenticate(alice.token)).token_id
+    admin_token = present(services.directory.authenticate(admin.token)).token_id
     assert [
         tuple(event.metadata[key] for key in ("actor_user_id", "token_id", "surface", "client_ip", "request_id"))
         for event in events
@@ -160,7 +167,7 @@ def test_every_event_in_the_log_records_who_did_it_and_from_where(admin, alice, 
 
 
 @pytest.fixture
-def history(any_make_caller):
+def history(any_make_caller: MakeCaller) -> dict[str, Any]:
     """Alice saves and updates a note, Bob saves one, an admin deletes Bob's (on each backend)."""
     admin, alice, bob = any_make_caller("read,write", ("admin.memories",)), any_make_caller(), any_make_caller()
     alice_note = alice.save("alice_note").json["memory_id"]
@@ -183,14 +190,15 @@ def history(any_make_caller):
         ("actor={bob}&action=memory.delete", []),
     ],
 )
-def test_audit_records_can_be_filtered_by_action_actor_and_memory(history, query, expected):
+def test_audit_records_can_be_filtered_by_action_actor_and_memory(history: dict[str, Any], query: str,
+                                                                  expected: list[Any]) -> None:
     ids = {"alice": history["alice"].user_id, "bob": history["bob"].user_id, "admin": history["admin"].user_id,
            "alice_note": history["alice_note"], "bob_note": history["bob_note"]}
     found = records(history["admin"], "?" + query.format(**ids))
     assert [(record["action"], record["name"]) for record in found] == expected
 
 
-def test_audit_pages_follow_next_after_until_the_end(admin, alice):
+def test_audit_pages_follow_next_after_until_the_end(admin: Caller, alice: Caller) -> None:
     for index in range(5):
         alice.save(f"note_{index}")
     everything = records(admin)
@@ -205,7 +213,7 @@ def test_audit_pages_follow_next_after_until_the_end(admin, alice):
     assert [record["name"] for record in seen] == [f"note_{index}" for index in range(5)]
 
 
-def test_audit_defaults_to_at_most_100_records(admin, alice):
+def test_audit_defaults_to_at_most_100_records(admin: Caller, alice: Caller) -> None:
     for index in range(101):
         alice.save(f"note_{index}")
     page = admin.get(AUDIT).json
@@ -224,14 +232,14 @@ def test_audit_defaults_to_at_most_100_records(admin, alice):
         ("limit=abc", "limit must be an integer"),
     ],
 )
-def test_invalid_audit_queries_are_rejected(admin, query, mentions):
+def test_invalid_audit_queries_are_rejected(admin: Caller, query: str, mentions: str) -> None:
     response = admin.get(f"{AUDIT}?{query}")
     assert response.status_code == 400
     assert list(response.json) == ["error"]
     assert mentions in response.json["error"]
 
 
-def test_an_absurdly_large_after_is_not_a_server_error(admin, alice):
+def test_an_absurdly_large_after_is_not_a_server_error(admin: Caller, alice: Caller) -> None:
     alice.save("note")
     response = admin.get(f"{AUDIT}?after={10 ** 30}")
     assert response.status_code in (200, 400)

@@ -50,7 +50,7 @@ def _edit_payload(services: Services, position: int) -> None:
                                  "WHERE position = %s", (position,))
 
 
-def test_an_untouched_log_verifies_and_its_checkpoint_is_its_head(any_services):
+def test_an_untouched_log_verifies_and_its_checkpoint_is_its_head(any_services: Services) -> None:
     positions = _a_log(any_services)
     result = _audit(any_services, "verify")
     assert result.exit_code == 0, result.output
@@ -59,7 +59,7 @@ def test_an_untouched_log_verifies_and_its_checkpoint_is_its_head(any_services):
     assert f"the log verifies: {len(positions)} events, head {head}" in result.output
 
 
-def test_one_changed_byte_of_one_payload_is_named_by_its_position(any_services):
+def test_one_changed_byte_of_one_payload_is_named_by_its_position(any_services: Services) -> None:
     positions = _a_log(any_services)
     _edit_payload(any_services, positions[2])
     result = _audit(any_services, "verify")
@@ -67,7 +67,7 @@ def test_one_changed_byte_of_one_payload_is_named_by_its_position(any_services):
     assert f"does not verify at position {positions[2]}: the payload does not match its digest" in result.output
 
 
-def test_a_payload_changed_with_its_digest_breaks_the_hash_there(any_services):
+def test_a_payload_changed_with_its_digest_breaks_the_hash_there(any_services: Services) -> None:
     positions = _a_log(any_services)
     with any_services.database.write() as conn:
         event = any_services.store.event_at(positions[1])
@@ -82,7 +82,7 @@ def test_a_payload_changed_with_its_digest_breaks_the_hash_there(any_services):
 
 
 @pytest.mark.parametrize("which", ["middle", "newest"])
-def test_a_deleted_event_is_named_as_missing(any_services, which):
+def test_a_deleted_event_is_named_as_missing(any_services: Services, which: str) -> None:
     positions = _a_log(any_services)
     gone = positions[2] if which == "middle" else positions[-1]
     with any_services.database.write() as conn:
@@ -93,7 +93,7 @@ def test_a_deleted_event_is_named_as_missing(any_services, which):
     assert _save(any_services, "after") == positions[-1] + 1  # the position is not taken again
 
 
-def test_a_rewritten_history_verifies_alone_but_not_against_a_published_checkpoint(any_services):
+def test_a_rewritten_history_verifies_alone_but_not_against_a_published_checkpoint(any_services: Services) -> None:
     positions = _a_log(any_services, 3)
     published = _audit(any_services, "checkpoint").output.strip()
     _save(any_services, "later")
@@ -114,7 +114,7 @@ def test_a_rewritten_history_verifies_alone_but_not_against_a_published_checkpoi
     assert f"at position {positions[-1]}: the hash here is not the checkpoint's" in result.output
 
 
-def test_a_checkpoint_past_the_head_or_malformed_is_refused(any_services):
+def test_a_checkpoint_past_the_head_or_malformed_is_refused(any_services: Services) -> None:
     _a_log(any_services, 2)
     past = _audit(any_services, "verify", "--since-checkpoint", f"9:{'a' * 64}")
     assert past.exit_code == 1 and "before the checkpoint" in past.output
@@ -122,7 +122,7 @@ def test_a_checkpoint_past_the_head_or_malformed_is_refused(any_services):
     assert malformed.exit_code == 2 and "a checkpoint is POSITION:HASH" in malformed.output
 
 
-def test_a_database_from_before_the_chain_is_sealed_once_gaps_recorded_and_positions_never_reused(any_services):
+def test_a_database_from_before_the_chain_is_sealed_once_gaps_recorded_and_positions_never_reused(any_services: Services) -> None:
     _a_log(any_services, 4)
     _from_before_the_chain(any_services, [2, 4])  # a burned position; a vanished newest
     with any_services.database.read() as conn:
@@ -150,7 +150,7 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**53, 2**53) | TEX
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(payload=st.dictionaries(TEXT, JSON, max_size=4))
-def test_whatever_a_payload_holds_its_digest_survives_the_database_round_trip(any_services, payload):
+def test_whatever_a_payload_holds_its_digest_survives_the_database_round_trip(any_services: Services, payload: Any) -> None:
     """JSONB reorders keys and re-renders text; the canonical bytes must not depend on it."""
     any_services.store.append_rows([dict(stream_id=f"test:{uuid.uuid4()}", stream_version=1,
                                          event_type="test.event", schema_version=1, payload=payload,
@@ -158,7 +158,7 @@ def test_whatever_a_payload_holds_its_digest_survives_the_database_round_trip(an
     assert verify_chain(any_services.store).ok
 
 
-def test_events_past_a_head_moved_back_fail_the_walk(any_services):
+def test_events_past_a_head_moved_back_fail_the_walk(any_services: Services) -> None:
     positions = _a_log(any_services)
     with any_services.database.write() as conn:
         conn.execute(update(event_head).values(position=positions[2]))  # hide the newest two from the walk
@@ -166,7 +166,7 @@ def test_events_past_a_head_moved_back_fail_the_walk(any_services):
     assert result.exit_code == 1 and f"at position {positions[2] + 1}" in result.output, result.output
 
 
-def test_a_float_never_enters_the_log(any_services):
+def test_a_float_never_enters_the_log(any_services: Services) -> None:
     from memoryd.errors import ValidationError
 
     with pytest.raises(ValidationError, match="events hold no floats"):
@@ -176,7 +176,7 @@ def test_a_float_never_enters_the_log(any_services):
     assert any_services.store.head_position() == 0
 
 
-def test_the_checkpoint_is_the_newest_event_even_when_the_head_sits_in_a_burned_gap(any_services):
+def test_the_checkpoint_is_the_newest_event_even_when_the_head_sits_in_a_burned_gap(any_services: Services) -> None:
     _a_log(any_services, 3)
     _from_before_the_chain(any_services, [3])  # the newest position was burned
     published = _audit(any_services, "checkpoint").output.strip()

@@ -17,8 +17,7 @@ import pytest
 
 from tests.chaos_deployment import Deployment, missing_redis_server
 from tests.chaos_load import Load
-from tests.conftest import UNDER_CI
-from tests.helpers import until
+from tests.helpers import UNDER_CI, until
 from tests.own_postgres import OwnPostgres
 
 PHASE_SECONDS = 5.0

@@ -7,32 +7,33 @@ import os
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Callable
+from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from memoryd.cli import main
-from tests.conftest import make_services
-from tests.helpers import free_port, wait_until_serving
+from tests.helpers import free_port, make_services, present, wait_until_serving
 
 
 @pytest.fixture
-def run(sqlite_url):
+def run(sqlite_url: str) -> Callable[..., Result]:
     """The CLI on a database ``memoryd db upgrade`` made (other commands never create one)."""
     runner = CliRunner()
 
-    def invoke(*args: str, env: dict[str, str] | None = None):
+    def invoke(*args: str, env: dict[str, str] | None = None) -> Result:
         return runner.invoke(main, list(args), env={"MEMORYD_DATABASE_URL": sqlite_url, **(env or {})})
 
     assert invoke("db", "upgrade").exit_code == 0
     return invoke
 
 
-def _last_line(result) -> str:
-    return result.output.strip().splitlines()[-1]
+def _last_line(result: Result) -> str:
+    return str(result.output).strip().splitlines()[-1]
 
 
-def test_create_commands_print_the_new_id_or_token_on_their_last_line(run, sqlite_url):
+def test_create_commands_print_the_new_id_or_token_on_their_last_line(run: Callable[..., Result], sqlite_url: str) -> None:
     user = run("users", "create", "alice")
     assert user.exit_code == 0, user.output
     user_id = _last_line(user)
@@ -45,7 +46,7 @@ def test_create_commands_print_the_new_id_or_token_on_their_last_line(run, sqlit
     principal = services.directory.authenticate(_last_line(token))
     assert principal is not None and principal.user_id == user_id
     assert principal.permissions == {"admin.memories"}
-    assert services.directory.workstream(_last_line(workstream)).owner_user_id == user_id
+    assert present(services.directory.workstream(_last_line(workstream))).owner_user_id == user_id
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -53,18 +54,18 @@ def test_create_commands_print_the_new_id_or_token_on_their_last_line(run, sqlit
     (("tokens", "create", "--user", "x", "--scopes", "admin"), "scopes must be some of read, write, service"),
     (("workstreams", "create", "--owner", "nobody"), "user not found: nobody"),
 ])
-def test_bad_input_exits_non_zero_with_a_one_line_reason(run, args, message):
+def test_bad_input_exits_non_zero_with_a_one_line_reason(run: Callable[..., Result], args: Any, message: str) -> None:
     result = run(*args)
     assert result.exit_code == 1
     assert message in result.output
 
 
-def test_db_upgrade_can_run_twice(run):
+def test_db_upgrade_can_run_twice(run: Callable[..., Result]) -> None:
     assert run("db", "upgrade").exit_code == 0
     assert run("db", "upgrade").exit_code == 0
 
 
-def test_projections_rebuild_reports_what_it_rebuilt(run, sqlite_url):
+def test_projections_rebuild_reports_what_it_rebuilt(run: Callable[..., Result], sqlite_url: str) -> None:
     services = make_services(sqlite_url)
     from commands.model import SaveMemory
     from events.types import EventMetadata
@@ -90,7 +91,7 @@ def _serve(sqlite_url: str, extra_env: dict[str, str]) -> tuple[subprocess.Popen
     raise AssertionError(f"memoryd serve did not come up: {process.communicate()}")
 
 
-def _request(port: int, token: str, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+def _request(port: int, token: str, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
     request = urllib.request.Request(
         f"http://127.0.0.1:{port}{path}", method=method, data=json.dumps(body).encode() if body else None,
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
@@ -99,7 +100,7 @@ def _request(port: int, token: str, method: str, path: str, body: dict | None = 
         return response.status, json.loads(response.read())
 
 
-def test_serve_creates_the_schema_and_prints_an_admin_token_once(sqlite_url):
+def test_serve_creates_the_schema_and_prints_an_admin_token_once(sqlite_url: str) -> None:
     process, port = _serve(sqlite_url, {})
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/api/openapi.json", timeout=5) as response:
@@ -126,7 +127,7 @@ def test_serve_creates_the_schema_and_prints_an_admin_token_once(sqlite_url):
     ]
 
 
-def test_serve_adopts_the_admin_token_from_the_environment(sqlite_url):
+def test_serve_adopts_the_admin_token_from_the_environment(sqlite_url: str) -> None:
     process, port = _serve(sqlite_url, {"MEMORYD_ADMIN_TOKEN": "chosen-admin-token"})
     try:
         assert _request(port, "chosen-admin-token", "GET", "/v1/api/admin/memories")[0] == 200
@@ -136,7 +137,7 @@ def test_serve_adopts_the_admin_token_from_the_environment(sqlite_url):
     assert stdout.strip() == ""
 
 
-def test_projects_are_managed_from_the_command_line_and_logged(run, sqlite_url):
+def test_projects_are_managed_from_the_command_line_and_logged(run: Callable[..., Result], sqlite_url: str) -> None:
     owner = _last_line(run("users", "create", "owner"))
     member = _last_line(run("users", "create", "member"))
     created = run("projects", "create", "--owner", owner, "--name", "apollo")
@@ -153,15 +154,15 @@ def test_projects_are_managed_from_the_command_line_and_logged(run, sqlite_url):
     assert {event.metadata["surface"] for event in events} == {"cli"}
 
 
-def test_workstreams_and_sessions_are_managed_from_the_command_line(run, sqlite_url):
+def test_workstreams_and_sessions_are_managed_from_the_command_line(run: Callable[..., Result], sqlite_url: str) -> None:
     owner = _last_line(run("users", "create", "owner"))
     project = _last_line(run("projects", "create", "--owner", owner, "--name", "apollo"))
     workstream = _last_line(run("workstreams", "create", "--owner", owner, "--project", project, "--no-memory"))
     services = make_services(sqlite_url)
-    found = services.directory.workstream(workstream)
+    found = present(services.directory.workstream(workstream))
     assert (found.project_id, found.persona_memory) == (project, False)
     assert run("workstreams", "update", workstream, "--detach", "--memory").exit_code == 0
-    found = services.directory.workstream(workstream)
+    found = present(services.directory.workstream(workstream))
     assert (found.project_id, found.persona_memory) == (None, True)
     assert run("workstreams", "create", "--owner", owner, "--project", "missing").exit_code == 1
     created = run("sessions", "create", "--kind", "coordinator", "--workstream", workstream, "--user", owner)

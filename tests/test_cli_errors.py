@@ -8,6 +8,8 @@ import socket
 import subprocess
 import sys
 import urllib.request
+from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -34,7 +36,7 @@ def one_line(done: subprocess.CompletedProcess[str]) -> str:
 
 
 @pytest.mark.parametrize("choose", ["--port", "MEMORYD_PORT"])
-def test_serve_on_a_port_in_use_says_so_in_one_line_and_never_claims_to_listen(sqlite_url, choose):
+def test_serve_on_a_port_in_use_says_so_in_one_line_and_never_claims_to_listen(sqlite_url: str, choose: str) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -47,7 +49,7 @@ def test_serve_on_a_port_in_use_says_so_in_one_line_and_never_claims_to_listen(s
     assert "listening" not in done.stderr
 
 
-def test_serve_on_port_0_announces_the_port_it_got_and_answers_there(sqlite_url):
+def test_serve_on_port_0_announces_the_port_it_got_and_answers_there(sqlite_url: str) -> None:
     with subprocess.Popen([sys.executable, "-m", "memoryd", "serve", "--port", "0"], text=True,
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                           env={**os.environ, "MEMORYD_DATABASE_URL": sqlite_url}) as server:
@@ -73,7 +75,7 @@ def unreachable(url: str, line: str) -> None:
 
 
 @pytest.mark.parametrize("args", [("serve", "--port", "0"), ("status",)])
-def test_an_unreachable_postgresql_is_one_line_naming_its_url_without_the_password(args):
+def test_an_unreachable_postgresql_is_one_line_naming_its_url_without_the_password(args: Any) -> None:
     url = closed_port_postgres_url()
     done = memoryd(*args, database_url=url)
     unreachable(url, one_line(done))
@@ -83,7 +85,7 @@ def test_an_unreachable_postgresql_is_one_line_naming_its_url_without_the_passwo
 @pytest.mark.parametrize("args", [("db", "upgrade"), ("users", "create", "x"), ("tokens", "create", "--user", "u"),
                                   ("audit", "verify"), ("projections", "verify"), ("memories", "export"),
                                   ("events", "show", "1")])
-def test_every_command_says_the_same_of_an_unreachable_database(args):
+def test_every_command_says_the_same_of_an_unreachable_database(args: Any) -> None:
     url = closed_port_postgres_url()
     done = CliRunner().invoke(main, list(args), env={"MEMORYD_DATABASE_URL": url})
     assert done.exit_code == 1
@@ -94,7 +96,7 @@ def test_every_command_says_the_same_of_an_unreachable_database(args):
 
 @pytest.mark.parametrize("url", ["postgresql+psycopg://memoryd:{password}@127.0.0.1:notaport/test",
                                  "nosuchdatabase://memoryd:{password}@127.0.0.1/test"])
-def test_a_bad_database_url_is_one_line_without_the_password(url):
+def test_a_bad_database_url_is_one_line_without_the_password(url: str) -> None:
     done = CliRunner().invoke(main, ["status"], env={"MEMORYD_DATABASE_URL": url.format(password=PASSWORD)})
     assert done.exit_code == 1
     [line] = done.output.strip().splitlines()
@@ -103,7 +105,7 @@ def test_a_bad_database_url_is_one_line_without_the_password(url):
 
 
 @pytest.mark.parametrize("args", [("serve", "--port", "0"), ("db", "upgrade")])
-def test_an_sqlite_path_that_cannot_be_written_is_one_line_naming_it(tmp_path, args):
+def test_an_sqlite_path_that_cannot_be_written_is_one_line_naming_it(tmp_path: Path, args: Any) -> None:
     (tmp_path / "a_file").write_text("not a directory")
     url = f"sqlite:///{tmp_path / 'a_file' / 'memoryd.db'}"
     line = one_line(memoryd(*args, database_url=url))
@@ -114,7 +116,7 @@ def test_an_sqlite_path_that_cannot_be_written_is_one_line_naming_it(tmp_path, a
 @pytest.mark.parametrize("args", [("users", "create", "alice"), ("tokens", "create", "--user", "u"), ("status",),
                                   ("workstreams", "create", "--owner", "u"), ("audit", "verify"),
                                   ("projections", "rebuild"), ("memories", "export"), ("events", "show", "1")])
-def test_commands_that_only_use_a_database_refuse_a_missing_sqlite_file_and_create_nothing(tmp_path, args):
+def test_commands_that_only_use_a_database_refuse_a_missing_sqlite_file_and_create_nothing(tmp_path: Path, args: Any) -> None:
     path = tmp_path / "elsewhere" / "memoryd.db"
     done = CliRunner().invoke(main, list(args), env={"MEMORYD_DATABASE_URL": f"sqlite:///{path}"})
     assert done.exit_code == 1
@@ -124,7 +126,7 @@ def test_commands_that_only_use_a_database_refuse_a_missing_sqlite_file_and_crea
     assert not path.parent.exists()
 
 
-def test_db_upgrade_creates_the_database_the_other_commands_then_use(tmp_path):
+def test_db_upgrade_creates_the_database_the_other_commands_then_use(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'new' / 'memoryd.db'}"
     assert CliRunner().invoke(main, ["db", "upgrade"], env={"MEMORYD_DATABASE_URL": url}).exit_code == 0
     created = CliRunner().invoke(main, ["users", "create", "alice"], env={"MEMORYD_DATABASE_URL": url})

@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from api.app import create_app
+from memoryd.app.services import Services
 from memoryd.bootstrap import prepare_database
 from memoryd.cli import main
-from tests.conftest import make_services
+from tests.helpers import make_services
 
 
 @pytest.fixture
-def cli(sqlite_url):
+def cli(sqlite_url: str) -> Iterator[tuple[Callable[..., Result], Services]]:
     services = make_services(sqlite_url)  # the database exists: only serve and db upgrade make one
     runner = CliRunner()
 
-    def invoke(*args: str, ok: bool = True):
+    def invoke(*args: str, ok: bool = True) -> Result:
         result = runner.invoke(main, list(args), env={"MEMORYD_DATABASE_URL": sqlite_url})
         assert (result.exit_code == 0) == ok, result.output
         return result
@@ -27,22 +30,22 @@ def cli(sqlite_url):
     services.database.dispose()
 
 
-def _lines(result):
+def _lines(result: Result) -> list[Any]:
     return [json.loads(line) for line in result.output.strip().splitlines()]
 
 
-def _last(result):
-    return result.output.strip().splitlines()[-1]
+def _last(result: Result) -> str:
+    return str(result.output).strip().splitlines()[-1]
 
 
-def test_a_name_is_taken_once(cli):
+def test_a_name_is_taken_once(cli: tuple[Callable[..., Result], Services]) -> None:
     run, _ = cli
     run("users", "create", "alice")
     again = run("users", "create", "alice", ok=False)
     assert again.exit_code == 1 and "a user named 'alice' already exists" in again.output
 
 
-def test_users_tokens_and_sessions_through_their_lifecycle(cli):
+def test_users_tokens_and_sessions_through_their_lifecycle(cli: tuple[Callable[..., Result], Services]) -> None:
     run, services = cli
     alice = _last(run("users", "create", "alice"))
     token = _last(run("tokens", "create", "--user", alice, "--name", "laptop", "--expires-in-days", "30"))
@@ -66,7 +69,7 @@ def test_users_tokens_and_sessions_through_their_lifecycle(cli):
     assert [w["workstream_id"] for w in _lines(run("workstreams", "list", "--owner", alice))] == [workstream]
     project = _last(run("projects", "create", "--owner", alice, "--name", "apollo"))
     assert [p["project_id"] for p in _lines(run("projects", "list", "--owner", alice))] == [project]
-    actions = {}
+    actions: dict[str, Any] = {}
     with services.database.read() as conn:
         from events.audit import AuditQuery, list_audit
 
@@ -78,7 +81,7 @@ def test_users_tokens_and_sessions_through_their_lifecycle(cli):
     assert actions["user.deactivate"][0].reason == "left"
 
 
-def test_a_lost_admin_token_is_replaced_from_the_command_line(cli):
+def test_a_lost_admin_token_is_replaced_from_the_command_line(cli: tuple[Callable[..., Result], Services]) -> None:
     """The first start printed the admin token once, and it was lost: whoever can reach the database mints
     another for the admin user (by name), and the old one can be revoked."""
     run, services = cli
@@ -87,13 +90,13 @@ def test_a_lost_admin_token_is_replaced_from_the_command_line(cli):
                       "--permission", "admin.memories", "--name", "replaces the lost one"))
     client = create_app(services).test_client()
     answer = client.get("/v1/api/admin/users", headers={"Authorization": f"Bearer {fresh}"})
-    assert answer.status_code == 200 and [u["name"] for u in answer.json["users"]] == ["admin"]
+    assert answer.status_code == 200 and [u["name"] for u in answer.get_json()["users"]] == ["admin"]
     lost = [t for t in _lines(run("tokens", "list")) if t["name"] == "admin (first start)"]
     run("tokens", "revoke", lost[0]["token_id"], "--reason", "lost")
     assert client.get("/v1/api/token", headers={"Authorization": f"Bearer {fresh}"}).status_code == 200
 
 
-def test_a_session_close_needs_a_session_or_idle(cli):
+def test_a_session_close_needs_a_session_or_idle(cli: tuple[Callable[..., Result], Services]) -> None:
     run, _ = cli
     assert run("sessions", "close", ok=False).exit_code == 2
     assert run("sessions", "close", "--idle").output == ""

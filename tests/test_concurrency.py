@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from commands.model import DeleteMemory, SaveMemory
 from events.types import EventMetadata
+from memoryd.app.services import Services
 from memoryd.domain import Namespace
 from tests.helpers import rebuild_equals_live, table_rows
 
@@ -16,7 +17,7 @@ SAVES_PER_THREAD = 200
 IDENTITIES = 20
 
 
-def test_concurrent_saves_of_twenty_identities_make_exactly_twenty_memories(any_services):
+def test_concurrent_saves_of_twenty_identities_make_exactly_twenty_memories(any_services: Services) -> None:
     services = any_services
     names = [f"memory_{index}" for index in range(IDENTITIES)]
 
@@ -60,7 +61,7 @@ def test_concurrent_saves_of_twenty_identities_make_exactly_twenty_memories(any_
     assert rebuild_equals_live(services)
 
 
-def test_racing_deletes_of_one_memory_have_exactly_one_winner(any_services):
+def test_racing_deletes_of_one_memory_have_exactly_one_winner(any_services: Services) -> None:
     services = any_services
     namespace = Namespace("global", "")
     services.bus.handle(SaveMemory("contested", "content", "description", None, namespace), EventMetadata())

@@ -14,17 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-import projections.projector as projector_module
 from api.app import create_app
 from events.types import EventMetadata, MemorySaved, memory_stream_id
 from memoryd.app.services import Services
 from memoryd.domain import Memory
-from tests.conftest import _caller_factory
-from tests.helpers import names
+from tests.helpers import caller_factory, names
 from workers import jobs
 
 if TYPE_CHECKING:
-    from tests.conftest import Caller, MakeCaller
+    from tests.helpers import Caller, MakeCaller
 
 MEMORIES = "/v1/api/memories"
 SEARCH = "/v1/api/memories/search"
@@ -38,7 +36,7 @@ def positions_in_log(services: Services) -> list[int]:
 
 
 def admin_of(services: Services) -> Caller:
-    return _caller_factory(create_app(services), services)("read,write", ("admin.memories",))
+    return caller_factory(create_app(services), services)("read,write", ("admin.memories",))
 
 
 
@@ -125,7 +123,7 @@ def test_a_read_at_or_below_the_checkpoint_answers_at_once(alice: Caller, admin:
     def no_waiting(seconds: float) -> None:
         raise AssertionError(f"a read at or below the checkpoint waited ({seconds} s)")
 
-    monkeypatch.setattr(projector_module.time, "sleep", no_waiting)
+    monkeypatch.setattr("projections.projector.time.sleep", no_waiting)
     answers = [
         alice.get(MEMORIES, **at(head)),
         alice.get(MEMORIES, **at(first)),
@@ -173,8 +171,12 @@ def test_a_read_past_the_bound_waits_out_the_configured_bound_then_answers_503(b
     position = services.store.append(memory_stream_id("a", "global", ""), 0, [MemorySaved(unprojected)], EventMetadata())
     waits: list[tuple[int, float]] = []
     wait_for = services.projector.wait_for
-    monkeypatch.setattr(services.projector, "wait_for",
-                        lambda wanted, timeout: waits.append((wanted, timeout)) or wait_for(wanted, timeout))
+
+    def recording_wait_for(wanted: int, timeout: float) -> Any:
+        waits.append((wanted, timeout))
+        return wait_for(wanted, timeout)
+
+    monkeypatch.setattr(services.projector, "wait_for", recording_wait_for)
 
     response = alice.get(MEMORIES, headers={"X-Min-Position": str(position)})
 

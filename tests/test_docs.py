@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,8 +20,9 @@ from events.types import EventMetadata
 from memoryd.bootstrap import analyzer_for
 from memoryd.config import Config, load_config
 from memoryd.domain import Namespace
-from tests.conftest import REDIS_URL, make_services
+from tests.conftest import REDIS_URL
 from tests.doc_examples import DOCS, ROOT, code_blocks, error_messages, readme_walkthrough, run_pasted
+from tests.helpers import LiveServer, make_services
 
 PAGES = sorted(DOCS.glob("*.md"))
 INSTALLS = re.compile(r"^(\.venv/bin/pip install |\(cd sdk/typescript && npm ci )")
@@ -67,7 +70,7 @@ def promised(example: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def walked(live_server, tmp_path_factory) -> str:
+def walked(live_server: LiveServer, tmp_path_factory: pytest.TempPathFactory) -> str:
     """The shell the README's walk-through leaves behind: its functions and variables, to paste before a page."""
     done = run_pasted(readme_walkthrough() + "\ndeclare -f field\ndeclare -p $(compgen -v | grep -E '^[A-Z_]+$' "
                       "| grep -vE '^(BASH.*|PATH|PWD|OLDPWD|SHLVL|HOME|UID|EUID|PPID|IFS|_)$')\n",
@@ -79,7 +82,8 @@ def walked(live_server, tmp_path_factory) -> str:
 
 
 @pytest.mark.parametrize("page", SHELL_PAGES)
-def test_a_pages_shell_runs_after_the_readmes_walkthrough(live_server, walked, tmp_path, page):
+def test_a_pages_shell_runs_after_the_readmes_walkthrough(live_server: LiveServer, walked: str, tmp_path: Path,
+                                                          page: Any) -> None:
     script = "\n".join(block for block in blocks(page, "sh") if not INSTALLS.match(block))
     done = run_pasted(walked + script, tmp_path, live_server.base_url, live_server.database_url, STANDING_IN)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -89,17 +93,17 @@ def test_a_pages_shell_runs_after_the_readmes_walkthrough(live_server, walked, t
     assert [printed for printed in PRINTED[page] if printed not in compact(done.stdout + done.stderr)] == []
 
 
-def test_every_page_with_shell_says_what_it_prints():
+def test_every_page_with_shell_says_what_it_prints() -> None:
     assert set(SHELL_PAGES) == set(PRINTED)
 
 
-def test_every_python_example_has_a_test_that_runs_it():
+def test_every_python_example_has_a_test_that_runs_it() -> None:
     for page in PAGES:
         for example in code_blocks(page.read_text(), "python"):
             assert any(needle in example for needle in PYTHON_RUNNERS), f"{page.name}: {example[:80]}"
 
 
-def test_the_install_commands_name_what_exists():
+def test_the_install_commands_name_what_exists() -> None:
     installs = [block for page in PAGES for block in code_blocks(page.read_text(), "sh") if INSTALLS.match(block)]
     assert installs, "the SDK page shows how to install"
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
@@ -112,13 +116,13 @@ def test_the_install_commands_name_what_exists():
         assert "npm ci" not in block or (ROOT / "sdk" / "typescript" / "package-lock.json").exists()
 
 
-def test_every_json_example_parses():
+def test_every_json_example_parses() -> None:
     for page in PAGES:
         for example in code_blocks(page.read_text(), "json"):
             json.loads(example)
 
 
-def test_the_configuration_page_shows_every_default(tmp_path):
+def test_the_configuration_page_shows_every_default(tmp_path: Path) -> None:
     [example] = blocks("configuration.md", "toml")
     (tmp_path / "config.toml").write_text(example)
     config = load_config(tmp_path / "config.toml", environ={})
@@ -133,13 +137,13 @@ def test_the_configuration_page_shows_every_default(tmp_path):
             if key not in written] == []  # every key shown
 
 
-def test_the_analyzer_examples_print_what_the_search_page_says(capsys):
+def test_the_analyzer_examples_print_what_the_search_page_says(capsys: pytest.CaptureFixture[str]) -> None:
     [example] = blocks("search.md", "python")
     exec(example, {})  # noqa: S102 - our own docs
     assert capsys.readouterr().out.splitlines() == promised(example)
 
 
-def test_the_search_pages_configuration_is_valid(tmp_path):
+def test_the_search_pages_configuration_is_valid(tmp_path: Path) -> None:
     [example] = blocks("search.md", "toml")
     (tmp_path / "config.toml").write_text(example)
     config = load_config(tmp_path / "config.toml", environ={})
@@ -147,14 +151,15 @@ def test_the_search_pages_configuration_is_valid(tmp_path):
     assert analyzer_for(config).language == "german"
 
 
-def test_the_identities_pages_configuration_is_valid(tmp_path):
+def test_the_identities_pages_configuration_is_valid(tmp_path: Path) -> None:
     [example] = blocks("identities.md", "toml")
     (tmp_path / "config.toml").write_text(example)
     config = load_config(tmp_path / "config.toml", environ={})
     assert (config.auth.default_token_days, config.auth.session_idle_days) == (0, 30)
 
 
-def test_the_in_process_example_runs(sqlite_url, monkeypatch, capsys):
+def test_the_in_process_example_runs(sqlite_url: str, monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
     [example] = [block for block in blocks("agents-and-turns.md", "python") if "build_services" in block]
     services = make_services(sqlite_url)
     user_id = services.directory.create_user("agent")
@@ -169,7 +174,7 @@ def test_the_in_process_example_runs(sqlite_url, monkeypatch, capsys):
     assert "You are a coding agent.\n\n<memories>" in printed and "You have 1 memory in scope." in printed
 
 
-def test_every_page_is_on_the_readmes_map():
+def test_every_page_is_on_the_readmes_map() -> None:
     readme = (ROOT / "README.md").read_text()
     covered = {page.name for page in PAGES if f"(docs/{page.name})" in readme
                or page.name.startswith("frameworks")}  # framework pages gather in docs/frameworks.md
@@ -178,13 +183,13 @@ def test_every_page_is_on_the_readmes_map():
             and link != "docs/frameworks.md"] == []
 
 
-def test_links_between_pages_lead_somewhere():
+def test_links_between_pages_lead_somewhere() -> None:
     for page in PAGES:
         for link in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", page.read_text()):
             assert (DOCS / link).exists() or link == "frameworks.md", f"{page.name} links to {link}"
 
 
-def test_anchors_across_pages_name_a_heading():
+def test_anchors_across_pages_name_a_heading() -> None:
     headings = {path.name: {anchor(line) for line in path.read_text().splitlines() if line.startswith("#")}
                 for path in [*PAGES, ROOT / "README.md"]}
     for page in PAGES:
@@ -198,7 +203,7 @@ def anchor(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", heading.lstrip("#").strip().lower()).replace(" ", "-")
 
 
-def test_every_benchmark_has_its_command_its_date_and_a_table():
+def test_every_benchmark_has_its_command_its_date_and_a_table() -> None:
     page = (DOCS / "benchmarks.md").read_text()
     for section in page.split("\n## ")[1:]:
         title = section.splitlines()[0]

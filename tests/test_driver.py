@@ -14,10 +14,10 @@ from sqlalchemy import bindparam, insert, select, text, update
 from sqlalchemy.exc import IntegrityError, OperationalError, StatementError
 
 from events.types import EventMetadata, memory_stream_id
+from memoryd.app.services import Services
 from memoryd.driver import DriverStatement, Transaction
 from memoryd.schema import event_head, events
-from tests.conftest import make_services
-from tests.test_never_skip import _memory
+from tests.helpers import make_services, saved_event
 
 _EVENTS_OF_STREAM = select(events).where(events.c.stream_id == bindparam("stream")).order_by(events.c.position)
 
@@ -25,18 +25,18 @@ _EVENTS_OF_STREAM = select(events).where(events.c.stream_id == bindparam("stream
 def _services_with_events(url: str, count: int):  # type: ignore[no-untyped-def]
     services = make_services(url)
     for number in range(count):
-        services.store.append(memory_stream_id("same", "global", ""), number, [_memory(number)],
+        services.store.append(memory_stream_id("same", "global", ""), number, [saved_event(number)],
                               EventMetadata(request_id=f"request-{number}"))
     return services
 
 
-def _the_event(services):  # type: ignore[no-untyped-def]
+def _the_event(services: Services):  # type: ignore[no-untyped-def]
     """The log's one event, as the row Core reads (its columns by key)."""
     with services.database.read() as conn:
         return dict(conn.execute(select(events)).mappings().one())
 
 
-def test_rows_come_back_as_core_reads_them_json_decoded(database_url):
+def test_rows_come_back_as_core_reads_them_json_decoded(database_url: str) -> None:
     services = _services_with_events(database_url, 3)
     stream = {"stream": memory_stream_id("same", "global", "")}
     try:
@@ -51,7 +51,7 @@ def test_rows_come_back_as_core_reads_them_json_decoded(database_url):
         services.database.dispose()
 
 
-def test_a_statement_binds_its_own_values_and_the_callers(database_url):
+def test_a_statement_binds_its_own_values_and_the_callers(database_url: str) -> None:
     services = _services_with_events(database_url, 2)
     newest = DriverStatement(select(events.c.stream_version).where(events.c.stream_id == bindparam("stream"))
                              .order_by(events.c.stream_version.desc()).limit(1))
@@ -63,7 +63,7 @@ def test_a_statement_binds_its_own_values_and_the_callers(database_url):
         services.database.dispose()
 
 
-def test_run_counts_the_rows_a_change_matched_and_the_change_commits_with_its_transaction(database_url):
+def test_run_counts_the_rows_a_change_matched_and_the_change_commits_with_its_transaction(database_url: str) -> None:
     services = _services_with_events(database_url, 1)
     rename = DriverStatement(update(events).where(events.c.event_type == bindparam("old"))
                              .values(event_type=bindparam("new")))
@@ -79,7 +79,7 @@ def test_run_counts_the_rows_a_change_matched_and_the_change_commits_with_its_tr
         services.database.dispose()
 
 
-def test_a_unique_key_raises_integrity_error_with_its_values_hidden(database_url):
+def test_a_unique_key_raises_integrity_error_with_its_values_hidden(database_url: str) -> None:
     services = _services_with_events(database_url, 1)
     try:
         again = _the_event(services) | {"position": 99, "meta": {"secret": "the-hidden-value"}}  # same stream, version
@@ -93,7 +93,7 @@ def test_a_unique_key_raises_integrity_error_with_its_values_hidden(database_url
         services.database.dispose()
 
 
-def test_a_value_that_cannot_be_bound_raises_statement_error_as_core_does(database_url):
+def test_a_value_that_cannot_be_bound_raises_statement_error_as_core_does(database_url: str) -> None:
     services = _services_with_events(database_url, 1)
     try:
         row = _the_event(services)
@@ -110,7 +110,7 @@ def test_a_value_that_cannot_be_bound_raises_statement_error_as_core_does(databa
         services.database.dispose()
 
 
-def test_an_in_list_is_refused_it_would_be_rendered_on_every_run():
+def test_an_in_list_is_refused_it_would_be_rendered_on_every_run() -> None:
     statement = DriverStatement(select(events).where(events.c.position.in_(bindparam("positions", expanding=True))))
     services = make_services("sqlite://")
     try:
@@ -121,7 +121,7 @@ def test_an_in_list_is_refused_it_would_be_rendered_on_every_run():
 
 
 @pytest.mark.postgres
-def test_a_lost_connection_is_invalidated_and_the_pool_hands_out_a_working_one(postgres_url):
+def test_a_lost_connection_is_invalidated_and_the_pool_hands_out_a_working_one(postgres_url: str) -> None:
     services = _services_with_events(postgres_url, 1)
     head = DriverStatement(select(event_head.c.position))
     try:
@@ -165,18 +165,18 @@ def _events_in(url: str, count: int):  # type: ignore[no-untyped-def]
         services.database.dispose()
 
 
-def _types(services) -> dict[int, str]:  # type: ignore[no-untyped-def]
+def _types(services: Services) -> dict[int, str]:
     with services.database.read() as conn:
         return dict(conn.execute(_TYPES).all())
 
 
-def _a_copy_of_the_event(services):  # type: ignore[no-untyped-def]
+def _a_copy_of_the_event(services: Services):  # type: ignore[no-untyped-def]
     """An insert the events' unique keys refuse: the log's one event again, at another position."""
     row = _the_event(services)
     return row | {"position": 99, "meta": row.pop("metadata")}
 
 
-def test_a_deferred_write_is_seen_by_the_next_statement_and_commits_with_the_transaction(database_url):
+def test_a_deferred_write_is_seen_by_the_next_statement_and_commits_with_the_transaction(database_url: str) -> None:
     with _events_in(database_url, 3) as services:
         with services.database.transaction(Transaction) as tx:
             _RENAME.defer(tx, {"at": 1, "new": "by-core"})
@@ -188,7 +188,7 @@ def test_a_deferred_write_is_seen_by_the_next_statement_and_commits_with_the_tra
         assert _types(services) == {1: "with-the-commit", 2: "by-driver", 3: "by-driver-too"}
 
 
-def test_a_deferred_write_goes_with_a_rollback(database_url):
+def test_a_deferred_write_goes_with_a_rollback(database_url: str) -> None:
     with _events_in(database_url, 2) as services:
         with pytest.raises(RuntimeError), services.database.transaction(Transaction) as tx:
             _RENAME.defer(tx, {"at": 1, "new": "rolled-back"})
@@ -197,7 +197,7 @@ def test_a_deferred_write_goes_with_a_rollback(database_url):
 
 
 @pytest.mark.parametrize("sent_by", ["driver statement", "core statement", "commit"])
-def test_a_deferred_write_that_fails_raises_as_its_deferrer_named_it_wherever_it_is_sent(database_url, sent_by):
+def test_a_deferred_write_that_fails_raises_as_its_deferrer_named_it_wherever_it_is_sent(database_url: str, sent_by: str) -> None:
     with _events_in(database_url, 1) as services:
         copy = _a_copy_of_the_event(services)
         with pytest.raises(Named) as raised, services.database.transaction(Transaction) as tx:
@@ -214,7 +214,7 @@ def test_a_deferred_write_that_fails_raises_as_its_deferrer_named_it_wherever_it
         assert _types(services) == {1: "memory.save"}  # nothing of the transaction committed
 
 
-def test_a_name_that_gives_the_error_back_leaves_it_to_the_failing_as_around_it(database_url):
+def test_a_name_that_gives_the_error_back_leaves_it_to_the_failing_as_around_it(database_url: str) -> None:
     with _events_in(database_url, 1) as services:
         with pytest.raises(Named) as raised, services.database.transaction(Transaction) as tx, tx.failing_as(_named):
             with tx.failing_as(lambda error: error):  # not this one's to name
@@ -222,7 +222,7 @@ def test_a_name_that_gives_the_error_back_leaves_it_to_the_failing_as_around_it(
         assert isinstance(raised.value.__cause__, IntegrityError)
 
 
-def test_a_deferred_write_nobody_named_fails_with_the_error_core_raises(database_url):
+def test_a_deferred_write_nobody_named_fails_with_the_error_core_raises(database_url: str) -> None:
     with _events_in(database_url, 1) as services:
         with pytest.raises(IntegrityError), services.database.transaction(Transaction) as tx:
             DriverStatement(insert(events)).defer(tx, _a_copy_of_the_event(services))
@@ -231,7 +231,7 @@ def test_a_deferred_write_nobody_named_fails_with_the_error_core_raises(database
 
 @pytest.mark.postgres
 @pytest.mark.parametrize("sent_by", ["commit", "a statement inside the failing_as"])
-def test_a_deferred_write_cut_off_by_a_lost_connection_keeps_the_connections_error(postgres_url, sent_by):
+def test_a_deferred_write_cut_off_by_a_lost_connection_keeps_the_connections_error(postgres_url: str, sent_by: str) -> None:
     """Whether a commit sent with it happened is unknown: its deferrer's name (a lost race, a projection to
     run again) would be a guess."""
     with _events_in(postgres_url, 1) as services:

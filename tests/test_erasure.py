@@ -15,7 +15,7 @@ from sqlalchemy import select
 from memoryd.app.services import Services
 from memoryd.cli import main
 from memoryd.schema import search_snapshots
-from tests.conftest import Caller, MakeCaller
+from tests.helpers import Caller, MakeCaller
 
 ERASURES = "/v1/api/admin/erasures"
 SECRETS = ("zanzibarquux", "marmalade_vortex", "obsidianfjord")  # in a name, a description, a content
@@ -47,7 +47,8 @@ def erasable(any_make_caller: MakeCaller, any_services: Services) -> tuple[Calle
     return admin, alice, bob, ids
 
 
-def test_erasing_a_user_takes_every_memory_of_theirs_and_certifies_each_store(erasable, any_services):
+def test_erasing_a_user_takes_every_memory_of_theirs_and_certifies_each_store(erasable: tuple[Caller, Caller, Caller,
+                                                                              list[str]], any_services: Services) -> None:
     admin, alice, _, ids = erasable
     answer = admin.post(ERASURES, json={"user_id": alice.user_id, "reason": "GDPR request 42"})
     assert answer.status_code == 201, answer.get_json()
@@ -65,7 +66,7 @@ def test_erasing_a_user_takes_every_memory_of_theirs_and_certifies_each_store(er
         assert conn.execute(select(search_snapshots)).all() == []
 
 
-def test_after_an_erasure_no_read_returns_it_and_the_rest_stays(erasable):
+def test_after_an_erasure_no_read_returns_it_and_the_rest_stays(erasable: tuple[Caller, Caller, Caller, list[str]]) -> None:
     admin, alice, bob, ids = erasable
     admin.post(ERASURES, json={"user_id": alice.user_id, "reason": "request"})
     for secret in SECRETS:
@@ -86,7 +87,8 @@ def test_after_an_erasure_no_read_returns_it_and_the_rest_stays(erasable):
     assert again.status_code == 201 and again.get_json()["memory_id"] not in ids
 
 
-def test_the_chain_and_every_read_model_still_verify(erasable, any_services, tmp_path: Path):
+def test_the_chain_and_every_read_model_still_verify(erasable: tuple[Caller, Caller, Caller, list[str]], any_services: Services,
+                                                     tmp_path: Path) -> None:
     admin, alice, _, _ = erasable
     admin.post(ERASURES, json={"user_id": alice.user_id, "reason": "request"})
     any_services.search.save_snapshot()
@@ -98,7 +100,8 @@ def test_the_chain_and_every_read_model_still_verify(erasable, any_services, tmp
     assert not any(secret in exported.read_text() for secret in SECRETS)
 
 
-def test_a_forged_stub_without_an_erasure_fails_the_chain(erasable, any_services):
+def test_a_forged_stub_without_an_erasure_fails_the_chain(erasable: tuple[Caller, Caller, Caller, list[str]],
+                                                          any_services: Services) -> None:
     from sqlalchemy import update
 
     from events.types import ErasedEvent
@@ -110,7 +113,8 @@ def test_a_forged_stub_without_an_erasure_fails_the_chain(erasable, any_services
     assert result.exit_code == 1 and "at position 1: the payload does not match its digest" in result.output
 
 
-def test_nothing_of_it_is_left_in_the_database_s_bytes(erasable, any_services, tmp_path: Path):
+def test_nothing_of_it_is_left_in_the_database_s_bytes(erasable: tuple[Caller, Caller, Caller, list[str]],
+                                                       any_services: Services, tmp_path: Path) -> None:
     admin, alice, _, _ = erasable
     admin.post(ERASURES, json={"user_id": alice.user_id, "reason": "request"})
     database = any_services.database
@@ -145,7 +149,9 @@ def test_nothing_of_it_is_left_in_the_database_s_bytes(erasable, any_services, t
     ({"user_id": "  ", "reason": "r"}, 400, "user_id must not be empty"),
     ({"memory_id": "no-such-memory", "reason": "r"}, 404, "nothing to erase"),
 ])
-def test_a_bad_or_empty_erasure_request_erases_nothing(erasable, any_services, body, status, message):
+def test_a_bad_or_empty_erasure_request_erases_nothing(erasable: tuple[Caller, Caller, Caller, list[str]],
+                                                       any_services: Services, body: dict[str, Any], status: int,
+                                                       message: str) -> None:
     admin = erasable[0]
     head = any_services.store.head_position()
     answer = admin.post(ERASURES, json=body)
@@ -153,7 +159,8 @@ def test_a_bad_or_empty_erasure_request_erases_nothing(erasable, any_services, b
     assert any_services.store.head_position() == head
 
 
-def test_one_memory_or_one_namespace_can_be_erased_alone(erasable, any_services):
+def test_one_memory_or_one_namespace_can_be_erased_alone(erasable: tuple[Caller, Caller, Caller, list[str]],
+                                                         any_services: Services) -> None:
     admin, alice, bob, ids = erasable
     one = admin.post(ERASURES, json={"memory_id": ids[1], "reason": "just that note"}).get_json()
     assert one["memories"] == [ids[1]] and one["free"]
@@ -163,16 +170,17 @@ def test_one_memory_or_one_namespace_can_be_erased_alone(erasable, any_services)
     assert _cli(any_services, "audit", "verify").exit_code == 0
 
 
-def test_only_admins_erase(erasable):
+def test_only_admins_erase(erasable: tuple[Caller, Caller, Caller, list[str]]) -> None:
     _, alice, _, _ = erasable
     assert alice.post(ERASURES, json={"user_id": alice.user_id, "reason": "me"}).status_code == 403
 
 
-def test_a_write_racing_the_erasure_is_either_erased_or_after_it(erasable, any_services):
+def test_a_write_racing_the_erasure_is_either_erased_or_after_it(erasable: tuple[Caller, Caller, Caller, list[str]],
+                                                                 any_services: Services) -> None:
     import threading
 
     admin, alice, _, _ = erasable
-    stop, written = threading.Event(), []
+    stop, written = threading.Event(), list[str]()
 
     def write() -> None:
         while not stop.is_set():
@@ -194,7 +202,8 @@ def test_a_write_racing_the_erasure_is_either_erased_or_after_it(erasable, any_s
     assert _cli(any_services, "audit", "verify").exit_code == 0
 
 
-def test_the_same_erasure_again_runs_its_checks_again_and_reissues_the_certificate(erasable, any_services):
+def test_the_same_erasure_again_runs_its_checks_again_and_reissues_the_certificate(erasable: tuple[Caller, Caller, Caller,
+                                                                                   list[str]], any_services: Services) -> None:
     admin, alice, _, ids = erasable
     first = admin.post(ERASURES, json={"user_id": alice.user_id, "reason": "request 1"})
     any_services.search.catch_up()
@@ -208,14 +217,16 @@ def test_the_same_erasure_again_runs_its_checks_again_and_reissues_the_certifica
     assert reissued["free"] and reissued["snapshots_dropped"] == 1
 
 
-def test_a_rebuild_or_a_snapshot_racing_an_erasure_keeps_nothing_of_it(erasable, any_services, monkeypatch):
+def test_a_rebuild_or_a_snapshot_racing_an_erasure_keeps_nothing_of_it(erasable: tuple[Caller, Caller, Caller, list[str]],
+                                                                       any_services: Services,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     from projections.search import service as search_service
 
     admin, alice, _, _ = erasable
     real_feed = search_service.SearchService._feed
     erased: list[int] = []
 
-    def feed_then_erase(self, index, progress=None):  # the erasure commits while a fresh index is read
+    def feed_then_erase(self: Any, index: Any, progress: Any = None) -> Any:  # the erasure commits while a fresh index is read
         fault = real_feed(self, index, progress)
         if not erased and index is not self._index:
             erased.append(0)  # once: the erasure's own catch-up builds a fresh index too
@@ -234,7 +245,8 @@ def test_a_rebuild_or_a_snapshot_racing_an_erasure_keeps_nothing_of_it(erasable,
     assert admin.get("/v1/api/admin/memories/search?q=obsidianfjord").get_json()["memories"] == []
 
 
-def test_an_answer_read_while_an_erasure_committed_is_never_kept(erasable, any_services):
+def test_an_answer_read_while_an_erasure_committed_is_never_kept(erasable: tuple[Caller, Caller, Caller, list[str]],
+                                                                 any_services: Services) -> None:
     from events.idempotency import IdempotencyClaim
 
     admin, alice, _, _ = erasable
@@ -248,10 +260,12 @@ def test_an_answer_read_while_an_erasure_committed_is_never_kept(erasable, any_s
     later = IdempotencyClaim(alice.user_id, "tool-get-2", "fingerprint")
     keys.take(later)
     keys.remember(later, 200, {"ok": True}, keys.erasure_mark())
-    assert keys.find(alice.user_id, "tool-get-2").response == {"ok": True}  # an answer after it is kept
+    kept = keys.find(alice.user_id, "tool-get-2")
+    assert kept is not None and kept.response == {"ok": True}  # an answer after it is kept
 
 
-def test_an_erasure_retried_with_its_idempotency_key_replays_its_certificate(erasable):
+def test_an_erasure_retried_with_its_idempotency_key_replays_its_certificate(erasable: tuple[Caller, Caller, Caller,
+                                                                             list[str]]) -> None:
     admin, alice, _, _ = erasable
     key = {"Idempotency-Key": "erase-1"}
     first = admin.post(ERASURES, json={"user_id": alice.user_id, "reason": "gdpr"}, headers=key)
@@ -259,7 +273,9 @@ def test_an_erasure_retried_with_its_idempotency_key_replays_its_certificate(era
     assert first.status_code == again.status_code == 201 and again.get_json() == first.get_json()
 
 
-def test_a_session_opened_while_an_unrelated_erasure_commits_keeps_its_key(erasable, any_services, monkeypatch):
+def test_a_session_opened_while_an_unrelated_erasure_commits_keeps_its_key(erasable: tuple[Caller, Caller, Caller, list[str]],
+                                                                           any_services: Services,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     from events.types import EventMetadata
 
     admin, alice, bob, _ = erasable
@@ -279,7 +295,8 @@ def test_a_session_opened_while_an_unrelated_erasure_commits_keeps_its_key(erasa
     assert again.get_json()["session_id"] == first.get_json()["session_id"]
 
 
-def test_a_memory_deleted_before_its_erasure_leaves_no_word_in_the_index(erasable, any_services):
+def test_a_memory_deleted_before_its_erasure_leaves_no_word_in_the_index(erasable: tuple[Caller, Caller, Caller, list[str]],
+                                                                         any_services: Services) -> None:
     admin, alice, _, _ = erasable
     assert alice.save("deleted_first", "quokkaglyph words", "d", scope="user").status_code == 201
     any_services.search.catch_up()  # the serving index read it, then the delete
@@ -293,7 +310,8 @@ def test_a_memory_deleted_before_its_erasure_leaves_no_word_in_the_index(erasabl
     assert b"quokkaglyph" not in any_services.search.catch_up().to_bytes()
 
 
-def test_a_snapshot_is_not_stored_by_an_index_stopped_before_an_erasure(erasable, any_services):
+def test_a_snapshot_is_not_stored_by_an_index_stopped_before_an_erasure(erasable: tuple[Caller, Caller, Caller, list[str]],
+                                                                        any_services: Services) -> None:
     import threading
 
     admin, alice, _, _ = erasable

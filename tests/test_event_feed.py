@@ -15,8 +15,7 @@ from events.types import EventMetadata
 from memoryd.app.services import Services
 from memoryd.cli import main
 from memoryd.domain import Namespace
-from tests.conftest import make_services
-from tests.helpers import table_rows
+from tests.helpers import Caller, make_services, table_rows
 
 GLOBAL = Namespace("global", "")
 
@@ -33,7 +32,7 @@ def _history(services: Services) -> None:
     services.bus.handle(DeleteMemory("note_2", GLOBAL), EventMetadata(actor_user_id="alice"))
 
 
-def test_the_feed_pages_through_the_log_as_stored(admin, services):
+def test_the_feed_pages_through_the_log_as_stored(admin: Caller, services: Services) -> None:
     _history(services)
     seen, after = [], 0
     while True:
@@ -56,16 +55,16 @@ def test_the_feed_pages_through_the_log_as_stored(admin, services):
 
 
 @pytest.mark.parametrize("query", ["limit=0", "limit=1001", "after=-1", "after=x"])
-def test_a_bad_page_is_a_400(admin, query):
+def test_a_bad_page_is_a_400(admin: Caller, query: str) -> None:
     answer = admin.get(f"/v1/api/admin/events?{query}")
     assert answer.status_code == 400 and "error" in answer.get_json()
 
 
-def test_the_feed_is_for_admins_only(alice):
+def test_the_feed_is_for_admins_only(alice: Caller) -> None:
     assert alice.get("/v1/api/admin/events").status_code == 403
 
 
-def test_an_export_imported_into_an_empty_database_is_the_same_log_and_verifies(any_services, tmp_path: Path):
+def test_an_export_imported_into_an_empty_database_is_the_same_log_and_verifies(any_services: Services, tmp_path: Path) -> None:
     _history(any_services)
     exported = tmp_path / "log.jsonl"
     assert _cli(any_services, "events", "export", str(exported)).exit_code == 0
@@ -83,7 +82,7 @@ def test_an_export_imported_into_an_empty_database_is_the_same_log_and_verifies(
     assert _cli(copy, "audit", "verify").exit_code == 0
 
 
-def test_an_altered_export_is_refused_and_nothing_is_kept(any_services, tmp_path: Path):
+def test_an_altered_export_is_refused_and_nothing_is_kept(any_services: Services, tmp_path: Path) -> None:
     _history(any_services)
     exported = tmp_path / "log.jsonl"
     _cli(any_services, "events", "export", str(exported))
@@ -99,7 +98,7 @@ def test_an_altered_export_is_refused_and_nothing_is_kept(any_services, tmp_path
     assert copy.store.head_position() == 0 and copy.store.chain_head().position == 0
 
 
-def test_an_import_into_a_log_that_holds_events_is_refused(any_services, tmp_path: Path):
+def test_an_import_into_a_log_that_holds_events_is_refused(any_services: Services, tmp_path: Path) -> None:
     _history(any_services)
     exported = tmp_path / "log.jsonl"
     _cli(any_services, "events", "export", str(exported))
@@ -117,7 +116,7 @@ HEADER = '{"memoryd_events": 1, "chain_format": 1, "head": {"position": 1, "hash
     (HEADER + "not json\n", "line 2 is not JSON"),
     (HEADER + '{"position": 1}\n', "line 2: an event has exactly the fields"),
 ])
-def test_a_file_that_is_no_export_is_refused_with_its_line(sqlite_url, tmp_path: Path, text, message):
+def test_a_file_that_is_no_export_is_refused_with_its_line(sqlite_url: str, tmp_path: Path, text: Any, message: str) -> None:
     source = tmp_path / "bad.jsonl"
     source.write_text(text)
     copy = make_services(sqlite_url)
@@ -125,7 +124,7 @@ def test_a_file_that_is_no_export_is_refused_with_its_line(sqlite_url, tmp_path:
     assert result.exit_code == 1 and message in result.output, result.output
 
 
-def test_an_export_whose_header_claims_an_erasure_its_log_lacks_is_refused(any_services, tmp_path: Path):
+def test_an_export_whose_header_claims_an_erasure_its_log_lacks_is_refused(any_services: Services, tmp_path: Path) -> None:
     _history(any_services)
     exported = tmp_path / "log.jsonl"
     _cli(any_services, "events", "export", str(exported))

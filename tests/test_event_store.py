@@ -9,7 +9,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from hypothesis import given
 from hypothesis import strategies as st
-from sqlalchemy import delete, select
+from sqlalchemy import Connection, delete, select
 
 from commands.model import DeleteMemory
 from events.audit import AuditQuery, list_audit
@@ -17,6 +17,7 @@ from events.erasure import erased_positions, erasures_since, newest_erasure
 from events.store import ConcurrencyConflict
 from events.types import EventMetadata, MemorySaved, memory_stream_id
 from events.whole_log import verify_chain
+from memoryd.app.services import Services
 from memoryd.domain import Memory
 from memoryd.schema import events, metadata
 from tests.helpers import GLOBAL, rebuild_equals_live, save_memory
@@ -27,7 +28,7 @@ def _event(name: str = "note") -> MemorySaved:
     return MemorySaved(Memory("id-" + name, name, "d", "general", "global", "", "c", moment, moment))
 
 
-def test_an_append_at_a_stale_version_is_a_conflict_and_writes_nothing(any_services):
+def test_an_append_at_a_stale_version_is_a_conflict_and_writes_nothing(any_services: Services) -> None:
     store = any_services.store
     stream = memory_stream_id("note", "global", "")
     store.append(stream, 0, [_event()], EventMetadata())
@@ -36,7 +37,7 @@ def test_an_append_at_a_stale_version_is_a_conflict_and_writes_nothing(any_servi
     assert [event.stream_version for event in store.iter_all()] == [1]
 
 
-def test_positions_increase_and_are_never_reused(any_services):
+def test_positions_increase_and_are_never_reused(any_services: Services) -> None:
     store = any_services.store
     first = store.append(memory_stream_id("a", "global", ""), 0, [_event("a")], EventMetadata())
     second = store.append(memory_stream_id("b", "global", ""), 0, [_event("b")], EventMetadata())
@@ -50,13 +51,13 @@ IDENTITY = st.tuples(st.text(max_size=12), st.sampled_from(["global", "user", "w
 
 
 @given(IDENTITY, IDENTITY)
-def test_stream_ids_cannot_collide_whatever_the_characters(one, other):
+def test_stream_ids_cannot_collide_whatever_the_characters(one: Any, other: Any) -> None:
     assert (memory_stream_id(*one) == memory_stream_id(*other)) == (one == other)
     assert memory_stream_id("a:b", "global", "") != memory_stream_id("b", "global", "a:")
     assert memory_stream_id('x","y', "user", "") != memory_stream_id("y", "user", 'x","')
 
 
-def test_metadata_and_payload_round_trip(any_services):
+def test_metadata_and_payload_round_trip(any_services: Services) -> None:
     store = any_services.store
     meta = EventMetadata(actor_user_id="u1", token_id="t1", surface="rest", client_ip="10.0.0.1", request_id="r1")
     store.append(memory_stream_id("note", "global", ""), 0, [_event()], meta)
@@ -69,8 +70,8 @@ def test_metadata_and_payload_round_trip(any_services):
 POSTGRES_ONLY = {"ix_events_stream_code_points"}  # an expression index (COLLATE "C"), declared in schema.py's comment
 
 
-def test_the_migrations_create_exactly_the_declared_schema(any_services):
-    def declared(item, name, kind, reflected, _compared):
+def test_the_migrations_create_exactly_the_declared_schema(any_services: Services) -> None:
+    def declared(item: Any, name: str | None, kind: str, reflected: bool, _compared: Any) -> bool:
         return not (kind == "index" and reflected and name in POSTGRES_ONLY)
 
     with any_services.database.read() as conn:
@@ -83,7 +84,7 @@ def test_the_migrations_create_exactly_the_declared_schema(any_services):
         assert 'COLLATE "C"' in definition
 
 
-def test_an_event_the_code_cannot_read_stops_projection_instead_of_being_skipped(any_services):
+def test_an_event_the_code_cannot_read_stops_projection_instead_of_being_skipped(any_services: Services) -> None:
     services = any_services
     services.store.append_rows([dict(
         stream_id="memory:mystery", stream_version=1, event_type="memory.mystery", schema_version=1,
@@ -99,7 +100,7 @@ def test_an_event_the_code_cannot_read_stops_projection_instead_of_being_skipped
 _PARAMETER = re.compile(r"%\((\w+)\)s")  # psycopg's named parameter
 
 
-def _plan(conn, statement: str, parameters: Any) -> str:
+def _plan(conn: Connection, statement: str, parameters: Any) -> str:
     """The database's plan for a statement the code ran, as text; on PostgreSQL its generic plan (the one a
     prepared statement settles on, which cannot see the parameters' values)."""
     if conn.dialect.name == "sqlite":
@@ -119,7 +120,7 @@ def _plan(conn, statement: str, parameters: Any) -> str:
         conn.exec_driver_sql("DEALLOCATE planned")
 
 
-def test_rare_event_types_are_read_through_the_index_that_saves_never_write(any_services):
+def test_rare_event_types_are_read_through_the_index_that_saves_never_write(any_services: Services) -> None:
     """The index by type holds no save or update (an append writes one index page less) and still serves
     every read of a rare type the code makes: the erasures a search and an idempotent replay check for,
     the supersedes a replay applies, and the audit trail's action filter, in position order."""
@@ -152,7 +153,7 @@ def test_rare_event_types_are_read_through_the_index_that_saves_never_write(any_
         assert len(list_audit(conn, AuditQuery(action="memory.save"))) == 3  # a common type: in position order
 
 
-def test_a_log_at_0012_comes_through_the_rebuild_event_for_event(any_services):
+def test_a_log_at_0012_comes_through_the_rebuild_event_for_event(any_services: Services) -> None:
     """Migration 0013 rebuilds SQLite's log without AUTOINCREMENT (positions come from the head): every
     row is kept as it was, the chain verifies, and appends go on from the head, writing no sequence row."""
     from alembic import command

@@ -28,7 +28,7 @@ from schemathesis.specs.openapi.checks import (
 from api.app import create_app
 from api.openapi import build_openapi
 from memoryd.app.services import Services
-from tests.conftest import make_services
+from tests.helpers import make_services
 
 EXAMPLES = int(os.environ.get("MEMORYD_FUZZ_EXAMPLES", "40"))
 

@@ -25,7 +25,7 @@ from events.types import EventMetadata, MemorySaved, memory_stream_id
 from memoryd.app.services import Services
 from memoryd.domain import Memory, utc_timestamp
 from memoryd.schema import events, idempotency_keys, projects, sessions, workstreams
-from tests.conftest import Caller, MakeCaller, _caller_factory
+from tests.helpers import Caller, MakeCaller, caller_factory
 
 MEMORIES = "/v1/api/memories"
 SEARCH = "/v1/api/memories/search"
@@ -124,8 +124,9 @@ def test_the_memory_tool_answers_ok_false_for_unstorable_text(admin: Caller, ser
                                  content_type="application/json", headers={"Authorization": f"Bearer {token}"})
 
     assert response.status_code == 200
-    assert response.json["ok"] is False
-    assert response.json["error"] == f"'content' {SURROGATE_MESSAGE}"
+    answer: Any = response.json
+    assert answer["ok"] is False
+    assert answer["error"] == f"'content' {SURROGATE_MESSAGE}"
     assert event_count(services) == 0
 
 
@@ -205,7 +206,8 @@ def _tool(services: Services, admin: Caller) -> Any:
         response = admin.client.post(f"/v1/api/sessions/{session.session_id}/memory", json=arguments,
                                      headers={"Authorization": f"Bearer {token}"})
         assert response.status_code == 200
-        return dict(response.json)
+        answer: dict[str, Any] = response.get_json()
+        return answer
 
     return call
 
@@ -344,7 +346,7 @@ def test_a_position_beyond_the_head_is_a_400_at_once(alice: Caller) -> None:
 def test_waiting_reads_never_take_more_than_half_the_threads(built: Any) -> None:
     services = built(threads=2, read_wait_ms=30_000)
     app = create_app(services)
-    alice = _caller_factory(app, services)()
+    alice = caller_factory(app, services)()
     unprojected = Memory("m-1", "a", "d", "general", "global", "", "c", "2026-01-01T00:00:00", "2026-01-01T00:00:00")
     position = services.store.append(memory_stream_id("a", "global", ""), 0, [MemorySaved(unprojected)],
                                      EventMetadata())
@@ -421,7 +423,7 @@ def test_a_client_request_id_is_kept_only_in_token_form(admin: Caller, supplied:
 
 
 def test_every_operation_documents_the_errors_the_routes_give(alice: Caller) -> None:
-    document = alice.client.get("/v1/api/openapi.json").json
+    document: Any = alice.client.get("/v1/api/openapi.json").json
     for path, item in document["paths"].items():
         for method, operation in item.items():
             assert {"400", "401", "404", "405", "409", "413", "500", "503"} <= set(operation["responses"]), (method, path)

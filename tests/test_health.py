@@ -15,7 +15,7 @@ from api.app import create_app
 from memoryd.app.services import Services
 from memoryd.bootstrap import build_services
 from memoryd.config import Config, StorageSettings
-from tests.conftest import Caller, _caller_factory, make_services
+from tests.helpers import Caller, caller_factory, make_services
 
 PROJECTIONS = ("structured_memories", "projects")
 
@@ -30,7 +30,7 @@ def client_of(services: Services) -> FlaskClient:
 
 
 def writer_of(services: Services) -> Caller:
-    return _caller_factory(create_app(services), services)()
+    return caller_factory(create_app(services), services)()
 
 
 @pytest.fixture
@@ -88,8 +88,8 @@ def test_readyz_is_ready_on_an_empty_log(services: Services) -> None:
     response = client_of(services).get("/readyz")
 
     assert response.status_code == 200
-    assert response.json["head"] == 0
-    assert response.json["lag"] == lags(0)
+    assert response.get_json()["head"] == 0
+    assert response.get_json()["lag"] == lags(0)
 
 
 def test_readyz_answers_503_lagging_when_a_projection_is_further_behind_than_allowed(lagging: Any) -> None:
@@ -99,7 +99,7 @@ def test_readyz_answers_503_lagging_when_a_projection_is_further_behind_than_all
     response = client_of(services).get("/readyz")
 
     assert response.status_code == 503
-    assert {key: value for key, value in response.json.items() if key != "search"} == {
+    assert {key: value for key, value in response.get_json().items() if key != "search"} == {
         "status": "lagging", "head": 1, "lag": lags(1), "max_lag": 0, "degraded": []}
 
 
@@ -112,8 +112,8 @@ def test_readyz_is_ready_when_the_lag_equals_the_limit(lagging: Any) -> None:
     writer.save("two")
     past_limit = client_of(services).get("/readyz")
 
-    assert (at_limit.status_code, at_limit.json["lag"]) == (200, lags(1))
-    assert (past_limit.status_code, past_limit.json["status"]) == (503, "lagging")
+    assert (at_limit.status_code, at_limit.get_json()["lag"]) == (200, lags(1))
+    assert (past_limit.status_code, past_limit.get_json()["status"]) == (503, "lagging")
 
 
 def test_readyz_recovers_once_the_projection_catches_up(lagging: Any) -> None:
@@ -125,7 +125,7 @@ def test_readyz_recovers_once_the_projection_catches_up(lagging: Any) -> None:
 
     response = client_of(services).get("/readyz")
     assert response.status_code == 200
-    assert response.json["lag"] == lags(0)
+    assert response.get_json()["lag"] == lags(0)
 
 
 def test_readyz_answers_503_when_the_database_file_is_gone(tmp_path: Path) -> None:
@@ -139,8 +139,8 @@ def test_readyz_answers_503_when_the_database_file_is_gone(tmp_path: Path) -> No
     response = client.get("/readyz")
 
     assert response.status_code == 503
-    assert response.json["status"] == "unavailable"
-    assert "database unreachable" in response.json["error"]
+    assert response.get_json()["status"] == "unavailable"
+    assert "database unreachable" in response.get_json()["error"]
 
 
 def test_readyz_answers_503_when_the_database_server_is_unreachable() -> None:
@@ -149,7 +149,7 @@ def test_readyz_answers_503_when_the_database_server_is_unreachable() -> None:
     response = client_of(services).get("/readyz")
 
     assert response.status_code == 503
-    assert response.json["status"] == "unavailable"
+    assert response.get_json()["status"] == "unavailable"
     services.database.dispose()
 
 
@@ -160,5 +160,5 @@ def test_readyz_answers_503_when_the_checkpoints_cannot_be_read(services: Servic
     response = client_of(services).get("/readyz")
 
     assert response.status_code == 503
-    assert response.json["status"] == "unavailable"
-    assert set(response.json) == {"status", "error"}
+    assert response.get_json()["status"] == "unavailable"
+    assert set(response.get_json()) == {"status", "error"}

@@ -7,21 +7,23 @@ shown as the projections applied it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from commands.supersede import SupersedeEvent
 from events import store
 from events.types import EventMetadata, memory_stream_id
+from memoryd.app.services import Services
+from tests.helpers import Caller, present
 
 if TYPE_CHECKING:
-    from tests.conftest import MakeCaller
+    from tests.helpers import MakeCaller
 
 MEMORIES = "/v1/api/memories"
 
 
-def test_every_write_of_a_memory_is_listed_with_its_content_actor_and_version(any_make_caller: MakeCaller):
+def test_every_write_of_a_memory_is_listed_with_its_content_actor_and_version(any_make_caller: MakeCaller) -> None:
     alice, admin = any_make_caller(), any_make_caller("read,write", ("admin.memories",))
     memory_id = alice.save("deploy_steps", "first", "how we deploy").get_json()["memory_id"]
     alice.save("deploy_steps", "second", "how we deploy", type="reference")
@@ -44,11 +46,11 @@ def test_every_write_of_a_memory_is_listed_with_its_content_actor_and_version(an
     assert [(v["version"], v["memory"]["content"]) for v in recreated] == [(4, "a new memory of the same name")]
 
 
-def test_a_superseded_event_is_shown_as_the_projections_applied_it(any_make_caller: MakeCaller, any_services):
+def test_a_superseded_event_is_shown_as_the_projections_applied_it(any_make_caller: MakeCaller, any_services: Services) -> None:
     alice, admin = any_make_caller(), any_make_caller("read,write", ("admin.memories",))
     saved = alice.save("deploy_steps", "a secret slipped in", "d")
     memory_id, position = saved.get_json()["memory_id"], int(saved.headers["X-Memory-Position"])
-    original = any_services.store.event_at(position)
+    original = present(any_services.store.event_at(position))
     payload = {"memory": original.payload["memory"] | {"content": "[removed]"}}
     replacement = {"event_type": original.event_type, "payload": payload}
     any_services.bus.handle(SupersedeEvent(position, "a secret", replacement), EventMetadata(surface="cli"))
@@ -56,7 +58,7 @@ def test_a_superseded_event_is_shown_as_the_projections_applied_it(any_make_call
     assert [(v["memory"]["content"], v["superseded"]) for v in versions] == [("[removed]", True)]
 
 
-def test_history_is_for_administrators_and_an_unknown_memory_is_a_404(any_make_caller: MakeCaller):
+def test_history_is_for_administrators_and_an_unknown_memory_is_a_404(any_make_caller: MakeCaller) -> None:
     alice, admin = any_make_caller(), any_make_caller("read,write", ("admin.memories",))
     memory_id = alice.save("deploy_steps", "c").get_json()["memory_id"]
     assert alice.get(f"/v1/api/admin/memories/{memory_id}/history").status_code == 403
@@ -65,7 +67,7 @@ def test_history_is_for_administrators_and_an_unknown_memory_is_a_404(any_make_c
 
 
 def test_an_event_the_code_cannot_read_is_shown_as_stored_and_long_streams_are_read_in_pieces(
-        any_make_caller: MakeCaller, any_services, monkeypatch):
+        any_make_caller: MakeCaller, any_services: Services, monkeypatch: pytest.MonkeyPatch) -> None:
     admin = any_make_caller("read,write", ("admin.memories",))
     planted = {"memory_id": "id-odd", "name": "odd", "scope": "global", "scope_id": "", "content": "kept as stored"}
     any_services.store.append_rows([dict(  # no description, no type, no times: it does not decode
@@ -84,11 +86,11 @@ def test_an_event_the_code_cannot_read_is_shown_as_stored_and_long_streams_are_r
         (1, "kept as stored", "intruder"), (2, "two", ""), (3, "three", "")]
 
 
-def restore(admin, memory_id: str, version) -> object:
+def restore(admin: Caller, memory_id: str, version: Any) -> Any:
     return admin.post(f"/v1/api/admin/memories/{memory_id}/restore", json={"version": version})
 
 
-def test_a_restore_brings_a_version_back_as_a_new_audited_write(any_make_caller: MakeCaller):
+def test_a_restore_brings_a_version_back_as_a_new_audited_write(any_make_caller: MakeCaller) -> None:
     alice, admin = any_make_caller(), any_make_caller("read,write", ("admin.memories",))
     memory_id = alice.save("deploy_steps", "first", "how we deploy", type="reference").get_json()["memory_id"]
     alice.save("deploy_steps", "second", "changed", type="general")
@@ -102,7 +104,7 @@ def test_a_restore_brings_a_version_back_as_a_new_audited_write(any_make_caller:
                                                                                      admin.user_id)
 
 
-def test_a_deleted_memory_comes_back_under_its_own_id_unless_its_name_holds_another(any_make_caller: MakeCaller):
+def test_a_deleted_memory_comes_back_under_its_own_id_unless_its_name_holds_another(any_make_caller: MakeCaller) -> None:
     alice, admin = any_make_caller(), any_make_caller("read,write", ("admin.memories",))
     memory_id = alice.save("deploy_steps", "first").get_json()["memory_id"]
     alice.delete(f"{MEMORIES}/deploy_steps")
@@ -120,8 +122,8 @@ def test_a_deleted_memory_comes_back_under_its_own_id_unless_its_name_holds_anot
 @pytest.mark.parametrize(("version", "status", "message"), [
     (2, 400, "is the memory's delete"), (9, 404, "has no version 9"), (0, 400, "version must be 1 or more"),
     ("two", 400, "version must be an integer"), (None, 400, "version must be an integer")])
-def test_a_restore_of_a_delete_a_missing_or_a_bad_version_writes_nothing(any_make_caller: MakeCaller, any_services,
-                                                                         version, status, message):
+def test_a_restore_of_a_delete_a_missing_or_a_bad_version_writes_nothing(any_make_caller: MakeCaller, any_services: Services,
+                                                                         version: Any, status: int, message: str) -> None:
     alice, admin = any_make_caller(), any_make_caller("read,write", ("admin.memories",))
     memory_id = alice.save("deploy_steps", "first").get_json()["memory_id"]
     alice.delete(f"{MEMORIES}/deploy_steps")

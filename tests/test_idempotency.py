@@ -19,7 +19,7 @@ from memoryd.schema import idempotency_keys
 from tests.helpers import until
 
 if TYPE_CHECKING:
-    from tests.conftest import Caller, MakeCaller
+    from tests.helpers import Caller, MakeCaller
 
 MEMORIES = "/v1/api/memories"
 ADMIN_MEMORIES = "/v1/api/admin/memories"

@@ -6,40 +6,45 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Callable
+from typing import Any
 
 import pytest
+from flask import Flask
 from sqlalchemy import update
 
 from events.whole_log import verify_chain
+from memoryd.app.services import Services
 from memoryd.schema import events, sessions, tokens
+from tests.helpers import AgentSession, Caller, MakeCaller, World
 
 USERS, TOKENS, SESSIONS, AUDIT = "/v1/api/admin/users", "/v1/api/admin/tokens", "/v1/api/admin/sessions", \
     "/v1/api/admin/audit"
 
 
-def _bearer(token):
+def _bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-def _token(admin, user_id, **body):
+def _token(admin: Caller, user_id: str, **body: Any) -> Any:
     response = admin.post(TOKENS, json={"user_id": user_id, "scopes": ["read", "write"], **body})
     assert response.status_code == 201, response.json
     return response.json
 
 
-def _save(agent, name):
+def _save(agent: AgentSession, name: str) -> Any:
     """The memory tool's save over HTTP, its answer as it comes (a refused token: a 401)."""
     return agent.client.post(f"/v1/api/sessions/{agent.session_id}/memory", headers=agent.headers,
                              json={"action": "save", "name": name, "content": "c", "description": "d"})
 
 
-def _audit(admin, action):
+def _audit(admin: Caller, action: str) -> Any:
     response = admin.get(AUDIT, query_string={"action": action})
     assert response.status_code == 200, response.json
     return response.json["records"]
 
 
-def test_users_are_created_listed_and_named_once(admin):
+def test_users_are_created_listed_and_named_once(admin: Caller) -> None:
     created = admin.post(USERS, json={"name": "alice"})
     assert created.status_code == 201 and created.json["name"] == "alice" and created.json["active"] is True
     again = admin.post(USERS, json={"name": "alice"})
@@ -53,7 +58,7 @@ def test_users_are_created_listed_and_named_once(admin):
     assert admin.post(USERS, json={}).status_code == 400
 
 
-def test_a_deactivated_user_is_refused_at_once_and_a_reactivated_one_is_back(admin, alice):
+def test_a_deactivated_user_is_refused_at_once_and_a_reactivated_one_is_back(admin: Caller, alice: Caller) -> None:
     assert alice.get("/v1/api/memories").status_code == 200
     response = admin.post(f"{USERS}/{alice.user_id}/deactivate", json={"reason": "left the company"})
     assert response.status_code == 200 and response.json["active"] is False
@@ -70,7 +75,7 @@ def test_a_deactivated_user_is_refused_at_once_and_a_reactivated_one_is_back(adm
     assert len(_audit(admin, "user.reactivate")) == 1
 
 
-def test_tokens_are_listed_without_their_secret_and_revoked_for_good(admin, alice, services):
+def test_tokens_are_listed_without_their_secret_and_revoked_for_good(admin: Caller, alice: Caller, services: Services) -> None:
     made = _token(admin, alice.user_id, name="ci runner", permission="admin.memories", expires_in_days=30)
     secret = made.pop("token")
     assert secret.startswith("mdt_") and made["prefix"] == secret[:8] and made["name"] == "ci runner"
@@ -79,11 +84,11 @@ def test_tokens_are_listed_without_their_secret_and_revoked_for_good(admin, alic
     assert made["token_id"] in [token["token_id"] for token in listed]
     assert secret not in json.dumps(listed) and hashlib.sha256(secret.encode()).hexdigest() not in json.dumps(listed)
     own = admin.client.get("/v1/api/token", headers=_bearer(secret))
-    assert own.status_code == 200 and own.json["token_id"] == made["token_id"] and "token" not in own.json
+    assert own.status_code == 200 and own.get_json()["token_id"] == made["token_id"] and "token" not in own.get_json()
     revoked = admin.delete(f"{TOKENS}/{made['token_id']}", json={"reason": "leaked in a log"})
     assert revoked.status_code == 200 and revoked.json["revoked_at"] is not None
     answer = admin.client.get("/v1/api/memories", headers=_bearer(secret))
-    assert answer.status_code == 401 and answer.json["reason"] == "token revoked"
+    assert answer.status_code == 401 and answer.get_json()["reason"] == "token revoked"
     [record] = _audit(admin, "token.revoke")
     assert (record["token_id"], record["reason"], record["actor"]) == (made["token_id"], "leaked in a log", admin.user_id)
     assert admin.get(TOKENS, query_string={"user_id": alice.user_id, "state": "revoked"}).json["tokens"][0][
@@ -91,14 +96,14 @@ def test_tokens_are_listed_without_their_secret_and_revoked_for_good(admin, alic
     assert admin.delete(f"{TOKENS}/nope").status_code == 404
 
 
-def test_an_expired_token_is_refused_naming_why(admin, alice, services):
+def test_an_expired_token_is_refused_naming_why(admin: Caller, alice: Caller, services: Services) -> None:
     made = _token(admin, alice.user_id, expires_at="2999-01-01T00:00:00Z")
     assert made["expires_at"] == "2999-01-01T00:00:00"
     assert admin.client.get("/v1/api/token", headers=_bearer(made["token"])).status_code == 200
     with services.database.write() as conn:
         conn.execute(update(tokens).where(tokens.c.token_id == made["token_id"]).values(expires_at="2000-01-01T00:00:00"))
     answer = admin.client.get("/v1/api/memories", headers=_bearer(made["token"]))
-    assert answer.status_code == 401 and answer.json["reason"] == "token expired"
+    assert answer.status_code == 401 and answer.get_json()["reason"] == "token expired"
     unknown = admin.client.get("/v1/api/memories", headers=_bearer("mdt_" + "x" * 43))
     assert unknown.json == {"error": "Unauthorized: missing or invalid token"}  # nothing more for a guess
 
@@ -110,18 +115,18 @@ def test_an_expired_token_is_refused_naming_why(admin, alice, services):
     ({"expires_in_days": 0}, "expires_in_days"),
     ({"scopes": ["root"]}, "scopes"),
 ])
-def test_a_token_request_that_cannot_be_met_is_a_400(admin, alice, body, message):
+def test_a_token_request_that_cannot_be_met_is_a_400(admin: Caller, alice: Caller, body: dict[str, Any], message: str) -> None:
     response = admin.post(TOKENS, json={"user_id": alice.user_id, "scopes": ["read"], **body})
     assert response.status_code == 400 and message in response.json["error"]
 
 
-def test_an_admin_without_service_cannot_mint_a_stronger_token(admin, alice, make_caller):
+def test_an_admin_without_service_cannot_mint_a_stronger_token(admin: Caller, alice: Caller, make_caller: MakeCaller) -> None:
     assert admin.post(TOKENS, json={"user_id": alice.user_id, "scopes": ["service"]}).status_code == 403
     service = make_caller("read,write,service")
     assert service.post(TOKENS, json={"user_id": alice.user_id, "scopes": ["service"]}).status_code == 201
 
 
-def test_default_token_days_sets_a_lifetime(built, make_caller):
+def test_default_token_days_sets_a_lifetime(built: Callable[..., Services], make_caller: MakeCaller) -> None:
     from api.app import create_app
 
     services = built()
@@ -134,13 +139,13 @@ def test_default_token_days_sets_a_lifetime(built, make_caller):
     create_app(services)
 
 
-def test_a_session_closes_with_its_own_token_and_its_receipts_stay(world, admin):
+def test_a_session_closes_with_its_own_token_and_its_receipts_stay(world: World, admin: Caller) -> None:
     workstream = world.workstream(world.owner)
     agent = world.session(workstream, world.owner)
     agent.turn("how do we deploy?")
     closed = admin.client.delete(f"/v1/api/sessions/{agent.session_id}", headers=agent.headers,
                                  json={"reason": "done"})
-    assert closed.status_code == 200 and [s["state"] for s in closed.json["closed"]] == ["closed"]
+    assert closed.status_code == 200 and [s["state"] for s in closed.get_json()["closed"]] == ["closed"]
     refused = _save(agent, "after_close")
     assert refused.status_code == 401 and refused.json["reason"] == "session closed"
     receipts = admin.get(f"/v1/api/admin/sessions/{agent.session_id}/turns")
@@ -151,7 +156,7 @@ def test_a_session_closes_with_its_own_token_and_its_receipts_stay(world, admin)
     assert [session["session_id"] for session in listed] == [agent.session_id]
 
 
-def test_opening_a_session_is_audited_with_its_kind_and_workstream(world, admin):
+def test_opening_a_session_is_audited_with_its_kind_and_workstream(world: World, admin: Caller) -> None:
     workstream = world.workstream(world.owner)
     coordinator = world.session(workstream, world.owner, kind="coordinator")
     child = world.session(workstream, parent=coordinator.session_id)
@@ -162,7 +167,7 @@ def test_opening_a_session_is_audited_with_its_kind_and_workstream(world, admin)
     assert all(record["actor"] and child.token not in json.dumps(record) for record in opened.values())
 
 
-def test_a_coordinators_children_close_with_it(world, admin):
+def test_a_coordinators_children_close_with_it(world: World, admin: Caller) -> None:
     workstream = world.workstream(world.owner)
     coordinator = world.session(workstream, world.owner, kind="coordinator")
     child = world.session(workstream, parent=coordinator.session_id)
@@ -179,7 +184,7 @@ def test_a_coordinators_children_close_with_it(world, admin):
     assert [session["session_id"] for session in open_] == [other.session_id]
 
 
-def test_an_idle_session_is_closed_and_audited_when_it_comes_back(world, admin, services):
+def test_an_idle_session_is_closed_and_audited_when_it_comes_back(world: World, admin: Caller, services: Services) -> None:
     agent = world.session(world.workstream(world.owner), world.owner)
     with services.database.write() as conn:
         conn.execute(update(sessions).where(sessions.c.session_id == agent.session_id)
@@ -190,13 +195,13 @@ def test_an_idle_session_is_closed_and_audited_when_it_comes_back(world, admin, 
     assert record["session_id"] == agent.session_id and record["reason"] == "idle for 30 days"
 
 
-def test_a_deactivated_users_sessions_are_refused(world, admin):
+def test_a_deactivated_users_sessions_are_refused(world: World, admin: Caller) -> None:
     agent = world.session(world.workstream(world.owner), world.owner)
     admin.post(f"{USERS}/{world.owner}/deactivate")
     assert _save(agent, "x").json["reason"] == "user deactivated"
 
 
-def test_projects_and_workstreams_are_listed_with_filters_and_pages(world, admin, services):
+def test_projects_and_workstreams_are_listed_with_filters_and_pages(world: World, admin: Caller, services: Services) -> None:
     world.grant(world.member, "read")
     projects = admin.get("/v1/api/admin/projects", query_string={"member": world.member}).json["projects"]
     assert [project["project_id"] for project in projects] == [world.project]
@@ -210,12 +215,12 @@ def test_projects_and_workstreams_are_listed_with_filters_and_pages(world, admin
     assert admin.get("/v1/api/admin/projects", query_string={"state": "gone"}).status_code == 400
 
 
-def test_identity_lists_need_an_admin(alice):
+def test_identity_lists_need_an_admin(alice: Caller) -> None:
     for path in (USERS, TOKENS, SESSIONS, "/v1/api/admin/projects", "/v1/api/admin/workstreams"):
         assert alice.get(path).status_code == 403
 
 
-def test_auth_failures_are_counted_by_reason(admin, alice, app):
+def test_auth_failures_are_counted_by_reason(admin: Caller, alice: Caller, app: Flask) -> None:
     made = _token(admin, alice.user_id)
     admin.delete(f"{TOKENS}/{made['token_id']}")
     admin.client.get("/v1/api/memories", headers=_bearer(made["token"]))
@@ -226,7 +231,8 @@ def test_auth_failures_are_counted_by_reason(admin, alice, app):
         assert f'memoryd_auth_failures_total{{reason="{reason}"}} 1.0' in scraped
 
 
-def test_no_secret_reaches_a_log_line_the_audit_trail_or_the_log(admin, alice, world, services, caplog):
+def test_no_secret_reaches_a_log_line_the_audit_trail_or_the_log(admin: Caller, alice: Caller, world: World, services: Services,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     made = _token(admin, alice.user_id, name="leaky")
     agent = world.session(world.workstream(world.owner), world.owner)
@@ -245,7 +251,7 @@ def test_no_secret_reaches_a_log_line_the_audit_trail_or_the_log(admin, alice, w
             assert text not in logged and text not in audit and text not in caplog.text
 
 
-def test_last_use_is_marked_without_a_write_per_request(admin, alice, services):
+def test_last_use_is_marked_without_a_write_per_request(admin: Caller, alice: Caller, services: Services) -> None:
     made = _token(admin, alice.user_id)
     assert made["last_used_at"] is None
     for _ in range(5):
@@ -256,7 +262,7 @@ def test_last_use_is_marked_without_a_write_per_request(admin, alice, services):
     assert token["last_used_at"] is not None
 
 
-def test_the_chain_and_the_projections_hold_with_identity_events(world, admin, services):
+def test_the_chain_and_the_projections_hold_with_identity_events(world: World, admin: Caller, services: Services) -> None:
     from tests.helpers import rebuild_equals_live
 
     _token(admin, world.owner)
@@ -269,7 +275,9 @@ def test_the_chain_and_the_projections_hold_with_identity_events(world, admin, s
     assert rebuild_equals_live(services)
 
 
-def test_migration_0014_upgrades_a_database_with_duplicate_names_by_renaming_the_later_ones(any_services, caplog):
+def test_migration_0014_upgrades_a_database_with_duplicate_names_by_renaming_the_later_ones(
+        any_services: Services, caplog: pytest.LogCaptureFixture,
+) -> None:
     from alembic import command
     from sqlalchemy import insert, select, text
     from sqlalchemy.exc import IntegrityError

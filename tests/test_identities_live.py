@@ -12,11 +12,11 @@ import sys
 import threading
 import urllib.request
 from collections import Counter
+from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import make_services
-from tests.helpers import free_port, http_call, wait_until_serving
+from tests.helpers import free_port, http_call, make_services, wait_until_serving
 
 
 def _serve(url: str) -> tuple[subprocess.Popen[bytes], int]:
@@ -31,7 +31,7 @@ def _serve(url: str) -> tuple[subprocess.Popen[bytes], int]:
 
 
 @pytest.fixture
-def two_servers(database_url):
+def two_servers(database_url: str) -> Iterator[tuple[str, int, int]]:
     services = make_services(database_url)
     admin = services.directory.create_user("admin")
     admin_token = services.directory.create_token(admin, ["read", "write", "service"], ["admin.memories"])[1]
@@ -46,7 +46,7 @@ def two_servers(database_url):
         services.database.dispose()
 
 
-def test_a_revoke_or_deactivate_through_one_process_is_refused_by_the_other(two_servers):
+def test_a_revoke_or_deactivate_through_one_process_is_refused_by_the_other(two_servers: tuple[str, int, int]) -> None:
     admin, first, second = two_servers
     status, alice, _ = http_call(first, admin, "POST", "/v1/api/admin/users", {"name": "alice"})
     assert status == 201
@@ -69,7 +69,7 @@ def test_a_revoke_or_deactivate_through_one_process_is_refused_by_the_other(two_
 
 
 @pytest.fixture
-def one_server(sqlite_url):
+def one_server(sqlite_url: str) -> Iterator[tuple[list[str], int]]:
     services = make_services(sqlite_url)
     user = services.directory.create_user("good")
     good = [services.directory.create_token(user, ["read"], [])[1] for _ in range(4)]
@@ -82,7 +82,7 @@ def one_server(sqlite_url):
         services.database.dispose()
 
 
-def test_wrong_tokens_from_one_client_do_not_fail_other_clients(one_server):
+def test_wrong_tokens_from_one_client_do_not_fail_other_clients(one_server: tuple[list[str], int]) -> None:
     """A burst of wrong tokens beside good callers: every good request is answered 200, every wrong one a
     plain 401, and /metrics counts the failures by reason (behaviour, not timings)."""
     good, port = one_server

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from typing import Any
 
 import pytest
+from flask import Flask
 
 from commands.model import SaveMemory
 from commands.projects import (
@@ -22,6 +24,7 @@ from commands.projects import (
     RevokeProjectAccess,
 )
 from events.types import EventMetadata
+from memoryd.app.services import Services
 from memoryd.domain import Namespace
 from memoryd.errors import ValidationError
 from tests.isolation import rules
@@ -36,12 +39,12 @@ REFUSALS = {
 }
 
 
-def test_the_checked_in_matrix_is_the_rules_table():
+def test_the_checked_in_matrix_is_the_rules_table() -> None:
     assert MATRIX.read_text() == rules.render(), "regenerate: python -m tests.isolation.rules > tests/isolation/matrix.md"
 
 
 class World:
-    def __init__(self, services, kind: str, setup: str, user: str) -> None:
+    def __init__(self, services: Services, kind: str, setup: str, user: str) -> None:
         self.services = services
         directory = services.directory
         people = {name: directory.create_user(name) for name in ("owner", "member", "stranger", "other")}
@@ -87,7 +90,7 @@ WORLDS = list(itertools.product(rules.KINDS, rules.SETUPS, rules.USERS))
 
 
 @pytest.mark.parametrize(("kind", "setup", "user"), WORLDS, ids=["-".join(world) for world in WORLDS])
-def test_every_cell_of_the_matrix_holds_over_http(services, app, kind, setup, user):
+def test_every_cell_of_the_matrix_holds_over_http(services: Services, app: Flask, kind: Any, setup: Any, user: Any) -> None:
     if kind != "interactive" and user == "anonymous":
         assert rules.expected(kind, "get", "inherited", setup, user) == "n/a"
         with pytest.raises(ValidationError, match="require an authenticated user_id"):
@@ -103,14 +106,15 @@ def test_every_cell_of_the_matrix_holds_over_http(services, app, kind, setup, us
         if scope != "inherited":
             arguments["scope"] = scope
         result = client.post(f"/v1/api/sessions/{world.session.session_id}/memory", json=arguments,
-                             headers={"Authorization": f"Bearer {world.token}"}).json
+                             headers={"Authorization": f"Bearer {world.token}"}).get_json()
+        assert result is not None
         want = rules.expected(kind, action, scope, setup, user)
         if (got := _outcome(world, result, want)) != want:
             mismatches.append(f"{action} scope={scope}: expected {want!r}, got {got!r}")
     assert not mismatches, "\n".join(mismatches)
 
 
-def _outcome(world: World, result: dict, want: str) -> str:
+def _outcome(world: World, result: dict[str, Any], want: str) -> str:
     """Describe the result in the matrix's words (anything unexpected is spelled out)."""
     if not result["ok"]:
         for label, phrase in REFUSALS.items():
@@ -128,4 +132,4 @@ def _outcome(world: World, result: dict, want: str) -> str:
     expected_namespace = world.namespaces.get(want)
     if expected_namespace is not None and (memory["scope"], memory["scope_id"]) != tuple(vars(expected_namespace).values()):
         return f"wrong namespace: {memory['scope']}/{memory['scope_id']}"
-    return memory["scope"]
+    return str(memory["scope"])

@@ -7,14 +7,17 @@ import random
 
 from commands.projects import CreateProject, GrantProjectAccess
 from events.types import EventMetadata
+from memoryd.app.services import Services
+from memoryd.sessions import Session
 from projections.queries import get_memory
+from tests.helpers import present
 
 WORDS = ["alpha", "beta", "gamma", "delta", "omega", "sigma"]
 
 
-def envelope(services, session, readable_by: dict[str, set[str]]) -> set[tuple[str, str]]:
+def envelope(services: Services, session: Session, readable_by: dict[str, set[str]]) -> set[tuple[str, str]]:
     """What the spec lets this session see, computed here from the directory (not by the tool)."""
-    workstream = services.directory.workstream(session.workstream_id)
+    workstream = present(services.directory.workstream(session.workstream_id))
     user = session.user_id
     project = workstream.project_id
     readable = project and project in readable_by.get(user, set())
@@ -22,10 +25,10 @@ def envelope(services, session, readable_by: dict[str, set[str]]) -> set[tuple[s
         allowed = {("coordinator", user)}
     else:
         allowed = {("workstream", workstream.workstream_id)} | ({("user", user)} if user else set())
-    return allowed | ({("project", project)} if readable else set())
+    return allowed | ({("project", project)} if project and readable else set())
 
 
-def test_random_sessions_never_see_outside_their_envelope_and_a_replay_agrees(services):
+def test_random_sessions_never_see_outside_their_envelope_and_a_replay_agrees(services: Services) -> None:
     rng = random.Random(2026)
     admin = EventMetadata(surface="admin")
     users = [services.directory.create_user(f"user{i}") for i in range(3)]
@@ -43,7 +46,7 @@ def test_random_sessions_never_see_outside_their_envelope_and_a_replay_agrees(se
         sessions.append(services.sessions.create(kind, workstream, user if index != 8 else "")[0])
     tool = services.tool
 
-    def reads(session):
+    def reads(session: Session) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
         listed = tool.run(session, {"action": "list", "limit": 50})
         searched = tool.run(session, {"action": "search", "query": " ".join(WORDS), "limit": 50})
         return ([(m["memory_id"], m["content"]) for m in listed.memories or []],
@@ -61,7 +64,7 @@ def test_random_sessions_never_see_outside_their_envelope_and_a_replay_agrees(se
         allowed = envelope(services, session, readable_by)
         with services.database.read() as conn:
             for memory_id, _ in listed + searched:
-                row = get_memory(conn, memory_id)
+                row = present(get_memory(conn, memory_id))
                 where = (row["scope"], row["scope_id"])
                 assert where in allowed or (row["scope"] == "global" and session.kind != "coordinator"), (
                     f"session {session.kind}/{session.user_id or 'anonymous'} saw {where}")
@@ -71,5 +74,9 @@ def test_random_sessions_never_see_outside_their_envelope_and_a_replay_agrees(se
     services.projector.rebuild(services.memory_table)
     services.search.rebuild()
     after = {session.session_id: reads(session) for session in sessions}
-    strip = lambda result: {k: ([m for m, _ in a], [m for m, _ in b]) for k, (a, b) in result.items()}  # noqa: E731
-    assert strip(after) == strip(before)
+    assert _ids(after) == _ids(before)
+
+
+def _ids(reads: dict[str, tuple[list[tuple[str, str]], list[tuple[str, str]]]]) -> dict[str, tuple[list[str], list[str]]]:
+    """Each session's listed and searched memory ids."""
+    return {session: ([m for m, _ in listed], [m for m, _ in searched]) for session, (listed, searched) in reads.items()}

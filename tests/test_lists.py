@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,13 +14,13 @@ from sqlalchemy import event, func, select
 
 from commands.model import DeleteMemory, SaveMemory
 from events.types import EventMetadata, MemoryDeleted, MemoryUpdated, RecordedEvent
+from memoryd.app.services import Services
 from memoryd.domain import MEMORY_TYPES, Namespace
 from memoryd.driver import Transaction
 from memoryd.schema import memory_counts, structured_memories
 from projections.filters import MemoryFilter, ScopePattern
 from projections.queries import _NEWEST, _merged, count_memories, list_memories
-from tests.conftest import make_services
-from tests.helpers import memory_counts_by_namespace, rebuild_equals_live, table_rows
+from tests.helpers import make_services, memory_counts_by_namespace, rebuild_equals_live, table_rows
 
 NAMESPACES = [Namespace("global", ""), Namespace("user", "u1"), Namespace("user", "u2"), Namespace("workstream", "w1"),
               Namespace("project", "p1")]
@@ -26,7 +28,7 @@ PATTERNS = [ScopePattern("global"), ScopePattern("user", "u1"), ScopePattern("us
             ScopePattern("project", "p1"), ScopePattern("project", "p9")]
 
 
-def churn(services, seed: int, writes: int = 120) -> None:
+def churn(services: Services, seed: int, writes: int = 120) -> None:
     """Saves (new and type-changing updates) and deletes over a few namespaces, in a seeded order, with
     ``updated`` times drawn from a few hours (ties included), so pages are ordered by time, then by id."""
     rng = random.Random(seed)
@@ -44,7 +46,7 @@ def churn(services, seed: int, writes: int = 120) -> None:
                             EventMetadata())
 
 
-def oracle(services, where: MemoryFilter, limit: int) -> list[str]:
+def oracle(services: Services, where: MemoryFilter, limit: int) -> list[str]:
     """The page by brute force: every row, filtered and sorted in Python."""
     rows = [row for row in table_rows(services) if (not where.type or row["type"] == where.type) and (
         where.scopes is None or any(row["scope"] == p.scope and p.scope_id in (None, row["scope_id"])
@@ -54,7 +56,7 @@ def oracle(services, where: MemoryFilter, limit: int) -> list[str]:
     return [row["memory_id"] for row in rows[:limit]]
 
 
-def test_counts_follow_saves_type_changes_and_deletes_and_rebuild_to_the_same(any_services):
+def test_counts_follow_saves_type_changes_and_deletes_and_rebuild_to_the_same(any_services: Services) -> None:
     churn(any_services, seed=7)
     with any_services.database.read() as conn:
         grouped = conn.execute(select(structured_memories.c.scope, structured_memories.c.scope_id,
@@ -66,7 +68,7 @@ def test_counts_follow_saves_type_changes_and_deletes_and_rebuild_to_the_same(an
 
 
 @pytest.fixture(scope="module")
-def churned(tmp_path_factory):
+def churned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Services]:
     """One store, churned once, that the property below pages through many ways."""
     built = make_services(f"sqlite:///{tmp_path_factory.mktemp('lists') / 'memoryd.db'}")
     churn(built, seed=11, writes=300)
@@ -77,7 +79,8 @@ def churned(tmp_path_factory):
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.one_of(st.none(), st.lists(st.sampled_from(PATTERNS), min_size=1, max_size=4)),
        st.sampled_from(["", *MEMORY_TYPES]), st.integers(1, 30))
-def test_a_page_is_the_brute_force_page_and_the_total_the_brute_force_count(churned, patterns, memory_type, limit):
+def test_a_page_is_the_brute_force_page_and_the_total_the_brute_force_count(churned: Services, patterns: Any, memory_type: Any,
+                                                                            limit: Any) -> None:
     where = MemoryFilter(type=memory_type, scopes=tuple(patterns) if patterns is not None else None)
     with churned.database.read() as conn:
         page = [row["memory_id"] for row in list_memories(conn, where, limit)]
@@ -86,14 +89,14 @@ def test_a_page_is_the_brute_force_page_and_the_total_the_brute_force_count(chur
     assert total == len(oracle(churned, where, 10_000))
 
 
-def test_one_memory_in_two_overlapping_patterns_is_listed_once(services):
+def test_one_memory_in_two_overlapping_patterns_is_listed_once(services: Services) -> None:
     services.bus.handle(SaveMemory("mine", "c", "d", None, Namespace("user", "u1")), EventMetadata())
     with services.database.read() as conn:
         rows = list_memories(conn, MemoryFilter(scopes=(ScopePattern("user"), ScopePattern("user", "u1"))), 10)
     assert [row["name"] for row in rows] == ["mine"]
 
 
-def test_every_list_statement_reads_an_index_in_the_pages_order(any_services):
+def test_every_list_statement_reads_an_index_in_the_pages_order(any_services: Services) -> None:
     """The plans of the statements ``list_memories`` runs, all six shapes with real parameters: an index of
     ``structured_memories`` read in the page's order, no sort (SQLite's and PostgreSQL's own words).
 
@@ -120,12 +123,13 @@ ENVELOPES = {(False, True): ("global", "user"), (False, True, True, True): ("glo
 
 @pytest.mark.parametrize("typed", [False, True])
 @pytest.mark.parametrize("shape", list(ENVELOPES))
-def test_a_page_of_several_patterns_is_one_statement_of_index_reads_merged(any_services, shape, typed):
+def test_a_page_of_several_patterns_is_one_statement_of_index_reads_merged(any_services: Services, shape: Any,
+                                                                           typed: bool) -> None:
     """Several patterns are one statement, each pattern an index read of at most ``limit`` rows in the page's
     order, merged: PostgreSQL merges the ordered reads (``Merge Append``, no sort); SQLite sorts only each
     read's own rows (a temporary B-tree over a subquery's output, never over the table)."""
     churn(any_services, seed=5, writes=40)
-    values = {"type": "feedback" if typed else "", "limit": 100}
+    values: dict[str, Any] = {"type": "feedback" if typed else "", "limit": 100}
     for number, (scoped, scope) in enumerate(zip(shape, ENVELOPES[shape], strict=True)):
         values |= {f"scope_{number}": scope, f"scope_id_{number}": f"{scope[0]}{number}" if scoped else None}
     with any_services.database.read() as conn:
@@ -149,7 +153,7 @@ def test_a_page_of_several_patterns_is_one_statement_of_index_reads_merged(any_s
     assert len(reads) == len(shape) and all("ix_structured_memories_" in read for read in reads), reads
 
 
-def test_a_page_of_the_whole_envelope_is_one_round_trip(any_services):
+def test_a_page_of_the_whole_envelope_is_one_round_trip(any_services: Services) -> None:
     churn(any_services, seed=9, writes=40)
     statements = []
     where = MemoryFilter(scopes=tuple(ScopePattern(n.scope, n.scope_id) for n in NAMESPACES[:4]))
@@ -159,7 +163,7 @@ def test_a_page_of_the_whole_envelope_is_one_round_trip(any_services):
     assert len(statements) == 1 and [row["memory_id"] for row in page] == oracle(any_services, where, 10)
 
 
-def test_counts_follow_the_row_when_a_stand_in_moves_it_to_another_namespace(services):
+def test_counts_follow_the_row_when_a_stand_in_moves_it_to_another_namespace(services: Services) -> None:
     saved = services.bus.handle(SaveMemory("moved", "c", "d", "user", Namespace("user", "u1")), EventMetadata())
     moved = replace(saved.memory, scope_id="u2", type="feedback")
     with services.database.transaction(Transaction) as tx:
@@ -170,7 +174,7 @@ def test_counts_follow_the_row_when_a_stand_in_moves_it_to_another_namespace(ser
     assert memory_counts_by_namespace(services) == {}
 
 
-def test_a_database_at_0011_gets_its_counts_recomputed_and_kept_by_the_tables_triggers(any_services):
+def test_a_database_at_0011_gets_its_counts_recomputed_and_kept_by_the_tables_triggers(any_services: Services) -> None:
     """Migration 0012 moves the counting into triggers on the table: it recounts a database whose counts
     were kept by the projection, and from then on any row written, moved or removed counts, however it got there."""
     from alembic import command

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from tests.helpers import PROJECTS
+from tests.helpers import PROJECTS, Caller, MakeCaller, World
 
 
-def test_an_interactive_session_without_a_project_saves_to_global_by_default(world):
+def test_an_interactive_session_without_a_project_saves_to_global_by_default(world: World) -> None:
     tool = world.session(world.workstream(world.owner), world.owner)
     result = tool.save("Style Guide", "tabs, not spaces")
     assert result["ok"] and result["memory"]["scope"] == "global" and result["memory"]["name"] == "style_guide"
@@ -16,7 +18,7 @@ def test_an_interactive_session_without_a_project_saves_to_global_by_default(wor
     assert got["ok"] and got["memory"]["content"] == "tabs, not spaces" and got["memory"]["access_count"] == 1
 
 
-def test_an_attached_project_is_the_inherited_target_and_read_only_access_refuses_writes(world):
+def test_an_attached_project_is_the_inherited_target_and_read_only_access_refuses_writes(world: World) -> None:
     world.grant(world.member, "read")
     writer = world.session(world.workstream(world.owner, world.project), world.owner)
     assert writer.save("plan")["memory"]["scope"] == "project"
@@ -30,7 +32,7 @@ def test_an_attached_project_is_the_inherited_target_and_read_only_access_refuse
     assert reader("delete", name="plan", scope="global")["error"].startswith("no memory named 'plan'")
 
 
-def test_archived_or_revoked_projects_fail_closed_at_once_and_never_fall_back(world):
+def test_archived_or_revoked_projects_fail_closed_at_once_and_never_fall_back(world: World) -> None:
     world.grant(world.member, "write")
     tool = world.session(world.workstream(world.member, world.project), world.member)
     assert tool.save("plan")["ok"]
@@ -45,7 +47,7 @@ def test_archived_or_revoked_projects_fail_closed_at_once_and_never_fall_back(wo
     assert [m["scope"] for m in world.admin.get("/v1/api/admin/memories").json["memories"]] == ["project"]
 
 
-def test_coordinators_use_their_own_namespace_and_children_are_refused_it(world):
+def test_coordinators_use_their_own_namespace_and_children_are_refused_it(world: World) -> None:
     workstream = world.workstream(world.owner)
     coordinator = world.session(workstream, world.owner, kind="coordinator")
     saved = coordinator.save("procedure")
@@ -61,7 +63,7 @@ def test_coordinators_use_their_own_namespace_and_children_are_refused_it(world)
     assert [m["name"] for m in coordinator("list")["memories"]] == ["procedure"]  # never global
 
 
-def test_search_and_list_span_the_envelope_and_nothing_else(world):
+def test_search_and_list_span_the_envelope_and_nothing_else(world: World) -> None:
     world.grant(world.member, "read")
     mine = world.session(world.workstream(world.member, world.project), world.member)
     other = world.session(world.workstream(world.stranger), world.stranger)
@@ -76,7 +78,7 @@ def test_search_and_list_span_the_envelope_and_nothing_else(world):
     assert [m["name"] for m in mine("search", query="alpha", scope="user")["memories"]] == ["mine"]
 
 
-def test_a_miss_hints_at_the_same_name_in_another_visible_scope_only(world):
+def test_a_miss_hints_at_the_same_name_in_another_visible_scope_only(world: World) -> None:
     tool = world.session(world.workstream(world.owner), world.owner)
     tool.save("notes", scope="user")
     miss = tool("get", name="notes")
@@ -86,7 +88,7 @@ def test_a_miss_hints_at_the_same_name_in_another_visible_scope_only(world):
     assert "exists" not in guest("get", name="notes")["error"]  # never probes another user's scope
 
 
-def test_tool_writes_are_audited_with_session_and_workstream_and_reads_are_not(world):
+def test_tool_writes_are_audited_with_session_and_workstream_and_reads_are_not(world: World) -> None:
     workstream = world.workstream(world.owner)
     tool = world.session(workstream, world.owner)
     tool.save("fact")
@@ -100,7 +102,7 @@ def test_tool_writes_are_audited_with_session_and_workstream_and_reads_are_not(w
             for e in events} == {("tool", tool.session_id, workstream, world.owner)}
 
 
-def test_limits_are_capped_not_rejected_and_content_follows_max_content(world):
+def test_limits_are_capped_not_rejected_and_content_follows_max_content(world: World) -> None:
     tool = world.session(world.workstream(world.owner), world.owner)
     for index in range(55):
         tool.save(f"m{index}", "alpha")
@@ -121,13 +123,13 @@ def test_limits_are_capped_not_rejected_and_content_follows_max_content(world):
     ({"action": "save", "name": "n", "content": "c", "description": "d", "scope": "project"},
      "this workstream is not attached to a project; project-scoped memory cannot be changed."),
 ])
-def test_refusals_are_ok_false_with_an_error_the_model_can_act_on(world, arguments, error):
+def test_refusals_are_ok_false_with_an_error_the_model_can_act_on(world: World, arguments: dict[str, Any], error: str) -> None:
     tool = world.session(world.workstream(world.owner), world.owner)
     result = tool(**arguments)
     assert result["ok"] is False and result["error"].startswith(error) and result["text"].startswith("Error: ")
 
 
-def test_anonymous_sessions_cannot_use_the_user_scope_and_coordinators_need_a_user(world, admin):
+def test_anonymous_sessions_cannot_use_the_user_scope_and_coordinators_need_a_user(world: World, admin: Caller) -> None:
     workstream = world.workstream(world.owner)
     anonymous = world.session(workstream)
     assert anonymous.save("x", scope="user")["error"] == "'user' scope requires an authenticated acting user"
@@ -135,12 +137,12 @@ def test_anonymous_sessions_cannot_use_the_user_scope_and_coordinators_need_a_us
     assert response.status_code == 400 and "require an authenticated user_id" in response.json["error"]
 
 
-def test_a_persona_with_memory_off_gets_no_memory_tool(world):
+def test_a_persona_with_memory_off_gets_no_memory_tool(world: World) -> None:
     tool = world.session(world.workstream(world.owner, memory=False), world.owner)
     assert tool.save("x")["error"] == "memory is turned off for this workstream's persona"
 
 
-def test_the_transport_errors_are_http(world, admin, alice):
+def test_the_transport_errors_are_http(world: World, admin: Caller, alice: Caller) -> None:
     tool = world.session(world.workstream(world.owner), world.owner)
     other = world.session(world.workstream(world.owner), world.owner)
     url = f"/v1/api/sessions/{tool.session_id}/memory"
@@ -155,7 +157,7 @@ def test_the_transport_errors_are_http(world, admin, alice):
     assert alice.post("/v1/api/sessions", json={"kind": "interactive", "workstream_id": "x"}).status_code == 403
 
 
-def test_workstreams_attach_and_detach_projects(world, admin):
+def test_workstreams_attach_and_detach_projects(world: World, admin: Caller) -> None:
     workstream = world.workstream(world.owner)
     patched = admin.request("PATCH", f"/v1/api/admin/workstreams/{workstream}", json={"project_id": world.project})
     assert patched.json["project_id"] == world.project
@@ -168,7 +170,7 @@ def test_workstreams_attach_and_detach_projects(world, admin):
                          json={"project_id": "missing"}).status_code == 404
 
 
-def test_deleting_a_project_deletes_its_memories_through_events(world):
+def test_deleting_a_project_deletes_its_memories_through_events(world: World) -> None:
     tool = world.session(world.workstream(world.owner, world.project), world.owner)
     tool.save("plan")
     tool.save("risks")
@@ -183,7 +185,7 @@ def test_deleting_a_project_deletes_its_memories_through_events(world):
     assert world.admin.delete(f"{PROJECTS}/{world.project}").status_code == 404
 
 
-def test_a_session_token_tells_which_session_it_acts_as(world, make_caller):
+def test_a_session_token_tells_which_session_it_acts_as(world: World, make_caller: MakeCaller) -> None:
     workstream = world.workstream(world.owner, world.project)
     tool = world.session(workstream, world.owner)
     answer = tool.client.get("/v1/api/session", headers={"Authorization": f"Bearer {tool.token}"})

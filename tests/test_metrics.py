@@ -14,9 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from api.app import create_app
 from memoryd.app.services import Services
-from tests.conftest import _caller_factory, make_services
-from tests.helpers import World, free_port, wait_until_serving
-from tests.test_projection_faults import a_memory, plant
+from tests.helpers import World, a_memory, caller_factory, free_port, make_services, plant, wait_until_serving
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -34,7 +32,7 @@ def scrape(client: Any) -> Samples:
     return parsed(response.get_data(as_text=True))
 
 
-def requests(samples: dict, route: str, method: str, status: int) -> float:
+def requests(samples: dict[Any, float], route: str, method: str, status: int) -> float:
     return samples.get(("memoryd_http_requests_total", (("method", method), ("route", route),
                                                          ("status", str(status)))), 0.0)
 
@@ -92,7 +90,7 @@ def test_lag_and_a_stalled_projection_show_in_the_gauges(admin: Any, services: S
 def test_with_workers_the_queue_depth_and_failed_jobs_are_reported(sqlite_url: str, redis_url: str) -> None:
     services = make_services(sqlite_url, redis_url, queue="metrics-test")
     try:
-        caller = _caller_factory(create_app(services), services)()
+        caller = caller_factory(create_app(services), services)()
         assert caller.save("queued_note").status_code == 201  # a catch-up job waits: no worker runs here
         samples = scrape(caller.client)
         assert services.queue is not None and services.queue.count >= 1

@@ -21,15 +21,14 @@ from sqlalchemy import insert, select, text
 
 from events.store import EventStore
 from events.transaction import AppendTransaction
-from events.types import EventMetadata, MemorySaved, memory_stream_id
+from events.types import EventMetadata, memory_stream_id
 from events.whole_log import verify_chain
+from memoryd.app.services import Services
 from memoryd.db import Database
-from memoryd.domain import Memory
 from memoryd.driver import Transaction
 from memoryd.schema import events, projection_gaps
 from projections.projector import Projector
-from tests.conftest import make_services
-from tests.helpers import RecordingProjection, until
+from tests.helpers import RecordingProjection, make_services, saved_event, until
 
 pytestmark = pytest.mark.postgres
 
@@ -64,12 +63,6 @@ class UnorderedEventStore(EventStore):
         return [tx.conn.execute(unsealed, row | {"payload_sha256": "", "hash": ""}).scalar_one() for row in rows]
 
 
-def _memory(index: int) -> MemorySaved:
-    name = f"m{index}"
-    moment = "2026-01-01T00:00:00"
-    return MemorySaved(Memory(f"id{index}", name, "d", "general", "global", "", "c", moment, moment))
-
-
 def _tail_while_writing(url: str, store_class: type[EventStore], seed: int) -> tuple[list[int], list[int]]:
     """Write EVENTS_PER_RUN events from 8 threads while a projector tails the log."""
     database = SlowCommitDatabase(url, seed)
@@ -86,7 +79,7 @@ def _tail_while_writing(url: str, store_class: type[EventStore], seed: int) -> t
                 index = next(counter, None)
             if index is None:
                 return
-            store.append(memory_stream_id(f"m{index}", "global", ""), 0, [_memory(index)], EventMetadata())
+            store.append(memory_stream_id(f"m{index}", "global", ""), 0, [saved_event(index)], EventMetadata())
 
     def reader() -> None:
         while not done.is_set():
@@ -109,14 +102,14 @@ def _tail_while_writing(url: str, store_class: type[EventStore], seed: int) -> t
 
 
 @pytest.mark.parametrize("run", range(RUNS))
-def test_a_tailing_projector_never_skips_an_event_with_eight_slow_writers(postgres_url, run):
+def test_a_tailing_projector_never_skips_an_event_with_eight_slow_writers(postgres_url: str, run: Any) -> None:
     make_services(postgres_url).database.dispose()
     seen, committed = _tail_while_writing(postgres_url, EventStore, seed=run)
     assert len(committed) == EVENTS_PER_RUN
     assert seen == committed  # every event once, in position order
 
 
-def test_without_serialized_appends_the_same_reader_does_skip_events(postgres_url):
+def test_without_serialized_appends_the_same_reader_does_skip_events(postgres_url: str) -> None:
     """The control: proves the test above would notice a skip."""
     make_services(postgres_url).database.dispose()
     seen, committed = _tail_while_writing(postgres_url, UnorderedEventStore, seed=7)
@@ -145,7 +138,7 @@ def _behind_an_open_append(services: Any, stream_id: str, waiting: Callable[[], 
 
     def hold_then_commit() -> None:
         with services.store.transaction() as tx:  # the append is in this transaction, which holds the lock until it ends
-            services.store.append(stream_id, 0, [_memory(1)], EventMetadata(), tx=tx)
+            services.store.append(stream_id, 0, [saved_event(1)], EventMetadata(), tx=tx)
             holding.set()
             release.wait(10)
 
@@ -162,7 +155,8 @@ def _behind_an_open_append(services: Any, stream_id: str, waiting: Callable[[], 
         later.join()
 
 
-def test_a_stream_read_while_waiting_for_the_lock_is_read_again_after_the_append_it_waited_for(built_postgres):
+def test_a_stream_read_while_waiting_for_the_lock_is_read_again_after_the_append_it_waited_for(built_postgres: Callable[...,
+                                                                                               Services]) -> None:
     """``hold_appends`` reads the stream in the statement that waits for the lock, as its snapshot saw it
     before the wait; when the holder appended to that stream, the command must decide on the holder's event,
     not on the stream as it was (it would append at a version already taken)."""
@@ -184,10 +178,12 @@ def test_a_stream_read_while_waiting_for_the_lock_is_read_again_after_the_append
     assert (last.position, last.stream_version) == (1, 1)
 
 
-def test_a_position_held_by_an_open_transaction_is_passed_only_after_it_rolls_back_and_then_taken_again(built_postgres):
+def test_a_position_held_by_an_open_transaction_is_passed_only_after_it_rolls_back_and_then_taken_again(
+        built_postgres: Callable[..., Services],
+) -> None:
     services = built_postgres()
     store, projector = services.store, services.projector
-    store.append(memory_stream_id("m0", "global", ""), 0, [_memory(0)], EventMetadata())
+    store.append(memory_stream_id("m0", "global", ""), 0, [saved_event(0)], EventMetadata())
     projector.catch_up()
     holding, release = threading.Event(), threading.Event()
     held_position: list[int] = []
@@ -199,7 +195,8 @@ def test_a_position_held_by_an_open_transaction_is_passed_only_after_it_rolls_ba
         try:
             with store.transaction() as tx:
                 row = {"stream_id": "memory:held", "stream_version": 1, "event_type": "memory.save", "schema_version": 1,
-                       "payload": {"memory": _memory(999).memory.to_dict()}, "meta": {}, "recorded_at": "2026-01-01T00:00:00Z"}
+                       "payload": {"memory": saved_event(999).memory.to_dict()}, "meta": {},
+                       "recorded_at": "2026-01-01T00:00:00Z"}
                 held_position.extend(store.append_rows([row], tx=tx))
                 holding.set()
                 release.wait(10)
@@ -210,7 +207,7 @@ def test_a_position_held_by_an_open_transaction_is_passed_only_after_it_rolls_ba
     holder = threading.Thread(target=open_then_roll_back)
     holder.start()
     assert holding.wait(10)
-    later = [threading.Thread(target=store.append, args=(memory_stream_id(f"m{i}", "global", ""), 0, [_memory(i)],
+    later = [threading.Thread(target=store.append, args=(memory_stream_id(f"m{i}", "global", ""), 0, [saved_event(i)],
                                                           EventMetadata())) for i in (1, 2, 3)]
     for thread in later:
         thread.start()
@@ -229,7 +226,7 @@ def test_a_position_held_by_an_open_transaction_is_passed_only_after_it_rolls_ba
         assert conn.execute(select(projection_gaps)).all() == []
 
 
-def test_an_append_that_waited_for_the_lock_seals_after_the_append_it_waited_for(built_postgres):
+def test_an_append_that_waited_for_the_lock_seals_after_the_append_it_waited_for(built_postgres: Callable[..., Services]) -> None:
     """The statement that takes the lock read the head before it waited; it must append after the head the
     holder committed, not at the position the holder took (a stale head would collide there and fail)."""
     services = built_postgres()
@@ -238,7 +235,7 @@ def test_an_append_that_waited_for_the_lock_seals_after_the_append_it_waited_for
 
     def append_after_waiting() -> None:
         try:
-            store.append(memory_stream_id("second", "global", ""), 0, [_memory(2)], EventMetadata())
+            store.append(memory_stream_id("second", "global", ""), 0, [saved_event(2)], EventMetadata())
         except BaseException as error:  # the assertion below reports it
             failures.append(error)
 

@@ -6,66 +6,29 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from api.app import create_app
-from memoryd.app.turn.nudges import is_completion, is_correction
+from memoryd.app.services import Services
 from memoryd.config import MemorySettings
-from tests.conftest import make_services
-from tests.helpers import World, free_port, http_call, wait_until_serving
-
-CORRECTIONS = [
-    "No, use tabs", "no. that is wrong", "please don't push to main", "I don't want that", "dont do that",
-    "Stop using print", "Actually, use pytest", "instead, call the API", "not like that", "Wrong file",
-    "that's not what I asked", "thats not it", "I said tabs", "I meant the other one", "never merge, always rebase",
-    "no you should ask first", "no that breaks it", "no the other branch", "no not that one", "no do it again",
-    "no but keep the tests",
-]
-NOT_CORRECTIONS = ["no problem", "no worries, go on", "I know", "what's next", "nothing else to add", "notes please",
-                   "actually", "stopwatch readings", "", "   "]
-COMPLETIONS = [
-    "that's all", "thats all for today, and a long message that goes on and on past eighty characters easily", "LGTM",
-    "lgtm, ship it", "thanks", "Thanks!", "perfect", "great job", "done", "looks good", "that works",
-]
-NOT_COMPLETIONS = [
-    "thanks for the summary", "perfect, but can you also add tests", "looks good?", "done? can you check",
-    "thanks, now the next file", "thanks " + "very " * 20 + "much", "great, what else", "well done is better than said",
-]
-
-
-@pytest.mark.parametrize("message", CORRECTIONS)
-def test_corrections_are_recognised(message):
-    assert is_correction(message)
-
-
-@pytest.mark.parametrize("message", NOT_CORRECTIONS)
-def test_ordinary_messages_are_not_corrections(message):
-    assert not is_correction(message)
-
-
-@pytest.mark.parametrize("message", COMPLETIONS)
-def test_completions_are_recognised(message):
-    assert is_completion(message)
-
-
-@pytest.mark.parametrize("message", NOT_COMPLETIONS)
-def test_acknowledgements_with_a_follow_up_are_not_completions(message):
-    assert not is_completion(message)
+from tests.helpers import AgentSession, World, free_port, http_call, make_services, wait_until_serving
 
 
 @pytest.fixture
-def agent(world: World):
+def agent(world: World) -> AgentSession:
     agent = world.session(world.workstream(world.owner), world.owner)
     agent.save("style_guide", "tabs, not spaces", scope="user")  # the owner's: a stranger sees nothing
     return agent
 
 
-def kinds(answer) -> list[str]:
+def kinds(answer: Any) -> list[str]:
     return [nudge["type"] for nudge in answer["nudges"]]
 
 
-def test_start_fires_on_a_sessions_first_message_only_when_memories_are_visible(world: World, agent):
+def test_start_fires_on_a_sessions_first_message_only_when_memories_are_visible(world: World, agent: AgentSession) -> None:
     first = agent.turn("hello")
     assert kinds(first) == ["start"] and first["nudges"][0]["deliver"] == "after_user"
     assert kinds(agent.turn("hello", "and now?")) == []  # not a first message
@@ -75,14 +38,14 @@ def test_start_fires_on_a_sessions_first_message_only_when_memories_are_visible(
     assert kinds(asking.turn(query="hello")) == ["start"] and kinds(asking.turn(query="hello")) == []
 
 
-def test_one_nudge_per_message_start_before_correction_before_completion(agent):
+def test_one_nudge_per_message_start_before_correction_before_completion(agent: AgentSession) -> None:
     assert kinds(agent.turn("no, that's all")) == ["start"]  # a first message
     assert kinds(agent.turn("hi", "no, that's all")) == ["correction"]
     assert kinds(agent.turn("hi", "thanks")) == ["completion"]
     assert kinds(agent.turn("hi", "what about the tests")) == []
 
 
-def test_a_nudge_type_waits_out_its_cooldown_and_only_deliveries_charge_it(agent, services):
+def test_a_nudge_type_waits_out_its_cooldown_and_only_deliveries_charge_it(agent: AgentSession, services: Services) -> None:
     now = [1_000_000.0]
     services.turns.clock = lambda: now[0]
     assert kinds(agent.turn("hi", "no, wrong file")) == ["correction"]
@@ -94,23 +57,23 @@ def test_a_nudge_type_waits_out_its_cooldown_and_only_deliveries_charge_it(agent
 
 
 @pytest.mark.parametrize("memory_settings", [MemorySettings(nudge_cooldown=0)])
-def test_a_zero_cooldown_does_not_space_nudges(agent):
+def test_a_zero_cooldown_does_not_space_nudges(agent: AgentSession) -> None:
     assert [kinds(agent.turn("hi", "no, wrong")) for _ in range(3)] == [["correction"]] * 3
 
 
 @pytest.mark.parametrize("memory_settings", [MemorySettings(nudges=False)])
-def test_nudges_false_turns_every_nudge_off(agent):
+def test_nudges_false_turns_every_nudge_off(agent: AgentSession) -> None:
     assert kinds(agent.turn("hello")) == [] and kinds(agent.turn("hi", "no, wrong")) == []
     assert agent.signal({"event": "resume"}).json == {"nudges": []}
 
 
-def test_the_persona_lever_off_turns_memory_nudges_off(world: World, agent):
+def test_the_persona_lever_off_turns_memory_nudges_off(world: World, agent: AgentSession) -> None:
     muted = world.session(world.workstream(world.owner, memory=False), world.owner)
     assert kinds(muted.turn("hello")) == [] and kinds(muted.turn("hi", "no, wrong")) == []
     assert muted.signal({"event": "tool_results", "results": [{"tool": "bash", "denied": True}]}).json["nudges"] == []
 
 
-def test_signals_resume_denial_and_tool_error_with_their_gates(world: World, agent):
+def test_signals_resume_denial_and_tool_error_with_their_gates(world: World, agent: AgentSession) -> None:
     assert kinds(agent.signal({"event": "resume"}).json) == ["resume"]
     answer = agent.signal({"event": "tool_results", "results": [{"tool": "bash", "error": True},
                                                                  {"tool": "edit", "denied": True}]}).json
@@ -128,12 +91,12 @@ def test_signals_resume_denial_and_tool_error_with_their_gates(world: World, age
     ({"event": "tool_results", "results": [{"error": "yes"}]}, "results[0].error"),
     ({"event": "tool_results", "results": [{"tool": 3}]}, "results[0].tool"),
 ])
-def test_a_bad_signal_is_a_400_naming_the_field(agent, body, named):
+def test_a_bad_signal_is_a_400_naming_the_field(agent: AgentSession, body: dict[str, Any], named: str) -> None:
     response = agent.signal(body)
     assert response.status_code == 400 and named in response.json["error"], response.json
 
 
-def test_the_cooldown_survives_a_restart(world: World, agent, sqlite_url):
+def test_the_cooldown_survives_a_restart(world: World, agent: AgentSession, sqlite_url: str) -> None:
     assert kinds(agent.turn("hi", "no, wrong")) == ["correction"]
     restarted = make_services(sqlite_url)
     try:
@@ -147,7 +110,8 @@ def test_the_cooldown_survives_a_restart(world: World, agent, sqlite_url):
 
 
 @pytest.mark.postgres
-def test_two_api_processes_never_deliver_one_nudge_type_twice_inside_its_cooldown(built_postgres, postgres_url):
+def test_two_api_processes_never_deliver_one_nudge_type_twice_inside_its_cooldown(built_postgres: Callable[..., Services],
+                                                                                  postgres_url: str) -> None:
     services = built_postgres()
     user = services.directory.create_user("agent")
     services.directory.create_token(user, ["read", "write"], [])  # so neither server makes an admin token

@@ -26,8 +26,7 @@ from sqlalchemy import create_engine, select
 from api.app import create_app
 from memoryd.app.services import Services
 from memoryd.schema import idempotency_keys
-from tests.conftest import _caller_factory, make_services
-from tests.helpers import free_port, http_call, until, wait_until_serving
+from tests.helpers import caller_factory, free_port, http_call, make_services, until, wait_until_serving
 from tests.own_postgres import OwnPostgres
 
 MEMORIES = "/v1/api/memories"
@@ -62,7 +61,7 @@ def token_for(services: Services) -> tuple[str, str]:
 def test_an_unreachable_database_is_a_503_with_retry_after_on_reads_and_writes(own_postgres: OwnPostgres) -> None:
     services = make_services(own_postgres.new_database())
     try:
-        alice = _caller_factory(create_app(services), services)()
+        alice = caller_factory(create_app(services), services)()
         own_postgres.stop()
         try:
             read = alice.get(MEMORIES)

@@ -7,15 +7,18 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 
 import pytest
 
+from memoryd.app.services import Services
 from tests.helpers import free_port, http_call, spawn_worker, wait_until_serving
 
 pytestmark = pytest.mark.postgres
 
 
-def test_two_gunicorn_processes_and_a_worker_serve_reads_of_their_own_writes(built_postgres, postgres_url, redis_url):
+def test_two_gunicorn_processes_and_a_worker_serve_reads_of_their_own_writes(built_postgres: Callable[..., Services],
+                                                                             postgres_url: str, redis_url: str) -> None:
     services = built_postgres(redis_url)
     user = services.directory.create_user("agent")
     _, token = services.directory.create_token(user, ["read", "write"], [])

@@ -2,6 +2,7 @@
 
 from commands.model import DeleteMemory, DeleteMemoryById
 from events.types import EventMetadata
+from memoryd.app.services import Services
 from memoryd.domain import Namespace
 from memoryd.driver import Transaction
 from tests.helpers import rebuild_equals_live, save_memory, table_rows
@@ -9,7 +10,7 @@ from tests.helpers import rebuild_equals_live, save_memory, table_rows
 GLOBAL = Namespace("global", "")
 
 
-def test_applying_every_event_a_second_time_changes_nothing(any_services):
+def test_applying_every_event_a_second_time_changes_nothing(any_services: Services) -> None:
     services = any_services
     for index in range(5):
         save_memory(services, f"note_{index}", memory_type="feedback")
@@ -22,7 +23,7 @@ def test_applying_every_event_a_second_time_changes_nothing(any_services):
     assert table_rows(services) == before
 
 
-def test_catching_up_again_applies_nothing_twice(any_services):
+def test_catching_up_again_applies_nothing_twice(any_services: Services) -> None:
     services = any_services
     save_memory(services, "note")
     before = table_rows(services)
@@ -32,7 +33,7 @@ def test_catching_up_again_applies_nothing_twice(any_services):
     assert table_rows(services) == before
 
 
-def test_a_rebuild_from_the_log_equals_the_live_table_after_mixed_writes(any_services):
+def test_a_rebuild_from_the_log_equals_the_live_table_after_mixed_writes(any_services: Services) -> None:
     services = any_services
     for index in range(30):
         save_memory(services, f"note_{index % 12}", f"version {index}", memory_type=["user", None, "reference"][index % 3])
@@ -47,7 +48,7 @@ def test_a_rebuild_from_the_log_equals_the_live_table_after_mixed_writes(any_ser
     assert services.projector.checkpoint("structured_memories") == services.store.head_position()
 
 
-def test_a_rebuild_repairs_a_damaged_read_model(any_services):
+def test_a_rebuild_repairs_a_damaged_read_model(any_services: Services) -> None:
     services = any_services
     save_memory(services, "note")
     expected = table_rows(services)
@@ -58,7 +59,7 @@ def test_a_rebuild_repairs_a_damaged_read_model(any_services):
     assert table_rows(services) == expected
 
 
-def test_a_save_after_a_delete_creates_a_new_memory_id(services):
+def test_a_save_after_a_delete_creates_a_new_memory_id(services: Services) -> None:
     first = save_memory(services, "note").memory.memory_id
     services.bus.handle(DeleteMemory("note", GLOBAL), EventMetadata())
     second = save_memory(services, "note")

@@ -18,31 +18,26 @@ from api.app import create_app
 from memoryd.app.services import Services
 from memoryd.cli import main
 from memoryd.schema import events
-from tests.conftest import Caller, _caller_factory, make_services
-from tests.helpers import names, rebuild_equals_live, refuse_memory_rows, table_rows
+from tests.helpers import (
+    Caller,
+    a_memory,
+    caller_factory,
+    make_services,
+    names,
+    plant,
+    rebuild_equals_live,
+    refuse_memory_rows,
+    table_rows,
+)
 
 MEMORIES = "/v1/api/memories"
-
-
-def plant(services: Services, name: str, memory: dict[str, Any]) -> int:
-    """A memory.save event written directly into the log; returns its position."""
-    return services.store.append_rows([dict(
-        stream_id=f'memory:["global","",{json.dumps(name)}]', stream_version=1, event_type="memory.save",
-        schema_version=1, payload={"memory": memory}, meta={"actor_user_id": "intruder"},
-        recorded_at="2026-12-01T00:00:00.000000Z")])[0]
-
-
-def a_memory(name: str, **fields: str) -> dict[str, str]:
-    return {"memory_id": f"id-{name}", "name": name, "description": "planted", "type": "general", "scope": "global",
-            "scope_id": "", "content": "planted content", "created": "2026-12-01T00:00:00",
-            "updated": "2026-12-01T00:00:00", **fields}
 
 
 @pytest.fixture
 def stack(database_url: str) -> Iterator[tuple[Services, Caller, Any]]:
     """Services on each backend, an admin caller, and a CLI runner on the same database."""
     services = make_services(database_url)
-    admin = _caller_factory(create_app(services), services)("read,write", ("admin.memories",))
+    admin = caller_factory(create_app(services), services)("read,write", ("admin.memories",))
     runner = CliRunner()
 
     def cli(*args: str, input: str | None = None) -> Any:
@@ -152,7 +147,7 @@ def test_only_an_event_a_projection_is_stopped_on_can_be_superseded(stack: Any) 
 
 def test_unstorable_text_planted_in_the_log_is_repaired_by_a_supersede(built: Any) -> None:
     services = built()  # SQLite: PostgreSQL's JSONB cannot even hold a lone surrogate
-    admin = _caller_factory(create_app(services), services)("read,write", ("admin.memories",))
+    admin = caller_factory(create_app(services), services)("read,write", ("admin.memories",))
     position = plant(services, "poisoned", a_memory("poisoned", content="abc \ud800 def"))
     services.projector.catch_up()
     [fault] = services.projector.faults()

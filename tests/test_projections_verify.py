@@ -35,7 +35,7 @@ def _history(services: Services) -> None:
     services.bus.handle(CreateProject("apollo", services.directory.create_user("owner")), EventMetadata())
 
 
-def test_a_live_store_equals_its_replay_snapshot_included(any_services):
+def test_a_live_store_equals_its_replay_snapshot_included(any_services: Services) -> None:
     _history(any_services)
     any_services.search.save_snapshot()
     before = table_rows(any_services)
@@ -48,7 +48,7 @@ def test_a_live_store_equals_its_replay_snapshot_included(any_services):
     assert table_rows(any_services) == before  # only read
 
 
-def test_a_live_row_that_drifted_from_the_log_is_listed(any_services):
+def test_a_live_row_that_drifted_from_the_log_is_listed(any_services: Services) -> None:
     _history(any_services)
     with any_services.database.write() as conn:
         conn.execute(update(structured_memories).where(structured_memories.c.name == "note_1")
@@ -65,7 +65,7 @@ def test_a_live_row_that_drifted_from_the_log_is_listed(any_services):
     assert "projects: equal" in result.output
 
 
-def test_a_stored_snapshot_that_is_not_the_log_s_is_caught(any_services):
+def test_a_stored_snapshot_that_is_not_the_log_s_is_caught(any_services: Services) -> None:
     _history(any_services)
     head = any_services.store.head_position()
     stale = any_services.search.replayed(head - 3)  # without the update and the delete
@@ -80,7 +80,7 @@ def test_a_stored_snapshot_that_is_not_the_log_s_is_caught(any_services):
 
 
 @pytest.mark.parametrize("damage", ["corrupt", "another log"])
-def test_a_stored_snapshot_that_fails_its_checks_is_reported_not_compared(any_services, damage):
+def test_a_stored_snapshot_that_fails_its_checks_is_reported_not_compared(any_services: Services, damage: str) -> None:
     _history(any_services)
     head = any_services.store.head_position()
     index = any_services.search.replayed(head)
@@ -95,7 +95,7 @@ def test_a_stored_snapshot_that_fails_its_checks_is_reported_not_compared(any_se
     assert ("checksum" if damage == "corrupt" else "another log") in result.output
 
 
-def test_it_runs_beside_writers_and_compares_at_one_position(any_services):
+def test_it_runs_beside_writers_and_compares_at_one_position(any_services: Services) -> None:
     _history(any_services)
     stop = threading.Event()
 
@@ -115,7 +115,7 @@ def test_it_runs_beside_writers_and_compares_at_one_position(any_services):
     assert result.exit_code == 0, result.output
 
 
-def test_a_stored_snapshot_whose_lookup_arrays_disagree_with_its_segment_is_caught(any_services):
+def test_a_stored_snapshot_whose_lookup_arrays_disagree_with_its_segment_is_caught(any_services: Services) -> None:
     from projections.search import snapshot
 
     _history(any_services)
@@ -133,7 +133,7 @@ def test_a_stored_snapshot_whose_lookup_arrays_disagree_with_its_segment_is_caug
     assert "sorted ids disagree" in result.output, result.output
 
 
-def test_a_stored_snapshot_with_another_recency_holds_another_updated_time(any_services):
+def test_a_stored_snapshot_with_another_recency_holds_another_updated_time(any_services: Services) -> None:
     """A memory's ``updated`` is kept only as its recency key: a changed key is a memory that differs."""
     from projections.search import snapshot
 
@@ -149,7 +149,7 @@ def test_a_stored_snapshot_with_another_recency_holds_another_updated_time(any_s
     assert "search snapshot: DIFFERENT" in result.output and "1 differ" in result.output, result.output
 
 
-def test_a_stored_snapshot_whose_sorted_ids_miss_a_memory_is_caught(any_services):
+def test_a_stored_snapshot_whose_sorted_ids_miss_a_memory_is_caught(any_services: Services) -> None:
     from projections.search import snapshot
 
     _history(any_services)

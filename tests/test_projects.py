@@ -2,28 +2,32 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from tests.helpers import table_rows
+from memoryd.app.services import Services
+from tests.helpers import Caller, table_rows
 
 PROJECTS = "/v1/api/admin/projects"
 
 
 @pytest.fixture
-def project(admin, services):
+def project(admin: Caller, services: Services) -> Any:
     owner = services.directory.create_user("owner")
     response = admin.post(PROJECTS, json={"name": " Apollo ", "owner": owner})
     assert response.status_code == 201, response.json
     return response.json
 
 
-def test_creating_a_project_answers_it_active_with_its_owner(project, services):
+def test_creating_a_project_answers_it_active_with_its_owner(project: Any, services: Services) -> None:
     assert project["name"] == "Apollo" and project["state"] == "active" and project["members"] == []
     [event] = list(services.store.iter_all())
     assert (event.event_type, event.stream_id) == ("project.create", f"project:{project['project_id']}")
 
 
-def test_members_are_granted_changed_and_revoked_and_each_change_is_one_event(admin, services, project):
+def test_members_are_granted_changed_and_revoked_and_each_change_is_one_event(admin: Caller, services: Services,
+                                                                              project: Any) -> None:
     member = services.directory.create_user("member")
     path = f"{PROJECTS}/{project['project_id']}/members/{member}"
     assert admin.request("PUT", path, json={"access": "read"}).json["members"] == [{"user_id": member, "access": "read"}]
@@ -39,7 +43,8 @@ def test_members_are_granted_changed_and_revoked_and_each_change_is_one_event(ad
     assert admin.get(f"{PROJECTS}/{project['project_id']}").json["members"] == []
 
 
-def test_archiving_and_reactivating_are_events_and_repeating_them_changes_nothing(admin, services, project):
+def test_archiving_and_reactivating_are_events_and_repeating_them_changes_nothing(admin: Caller, services: Services,
+                                                                                  project: Any) -> None:
     base = f"{PROJECTS}/{project['project_id']}"
     assert admin.post(f"{base}/archive").json["state"] == "archived"
     assert "X-Memory-Position" not in admin.post(f"{base}/archive").headers
@@ -56,8 +61,10 @@ def test_archiving_and_reactivating_are_events_and_repeating_them_changes_nothin
     ("PUT", "/members/{owner}", {"access": "read"}, 400, "the project's owner always has write access"),
     ("DELETE", "/members/{user}", None, 404, "is not a member of project"),
 ])
-def test_bad_membership_changes_are_refused_and_write_nothing(admin, services, project, method, suffix, body, status,
-                                                               message):
+def test_bad_membership_changes_are_refused_and_write_nothing(admin: Caller, services: Services, project: Any, method: str,
+                                                              suffix: str, body: dict[str, Any] | None,
+                                                              status: int,
+                                                               message: str) -> None:
     user = services.directory.create_user("someone")
     path = f"{PROJECTS}/{project['project_id']}" + suffix.format(user=user, owner=project["owner"])
     response = admin.request(method, path, json=body)
@@ -70,18 +77,18 @@ def test_bad_membership_changes_are_refused_and_write_nothing(admin, services, p
     ({"name": "  ", "owner": "x"}, 400, "name is required"),
     ({"owner": "x"}, 400, "name is required"),
 ])
-def test_a_project_needs_a_name_and_an_existing_owner(admin, body, status, message):
+def test_a_project_needs_a_name_and_an_existing_owner(admin: Caller, body: dict[str, Any], status: int, message: str) -> None:
     response = admin.post(PROJECTS, json=body)
     assert response.status_code == status and message in response.json["error"]
 
 
-def test_unknown_projects_are_404_and_project_routes_are_for_admins(admin, alice):
+def test_unknown_projects_are_404_and_project_routes_are_for_admins(admin: Caller, alice: Caller) -> None:
     assert admin.get(f"{PROJECTS}/missing").status_code == 404
     assert admin.post(f"{PROJECTS}/missing/archive").status_code == 404
     assert alice.post(PROJECTS, json={"name": "x", "owner": alice.user_id}).status_code == 403
 
 
-def test_the_project_read_model_rebuilds_from_the_log(admin, services, project):
+def test_the_project_read_model_rebuilds_from_the_log(admin: Caller, services: Services, project: Any) -> None:
     member = services.directory.create_user("member")
     admin.request("PUT", f"{PROJECTS}/{project['project_id']}/members/{member}", json={"access": "write"})
     admin.post(f"{PROJECTS}/{project['project_id']}/archive")
@@ -92,7 +99,7 @@ def test_the_project_read_model_rebuilds_from_the_log(admin, services, project):
     assert table_rows(services) == []  # project events never touch the memory table
 
 
-def test_auditors_see_who_granted_changed_and_revoked_access(admin, services, project):
+def test_auditors_see_who_granted_changed_and_revoked_access(admin: Caller, services: Services, project: Any) -> None:
     member = services.directory.create_user("member")
     path = f"{PROJECTS}/{project['project_id']}/members/{member}"
     admin.request("PUT", path, json={"access": "read"})

@@ -4,18 +4,19 @@ does what it says."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from tests.doc_examples import README, error_messages, readme_walkthrough, run_pasted
-from tests.helpers import http_call
+from tests.helpers import LiveServer, http_call
 
 CAPTURED = ("ADMIN", "USER_ID", "MEMORY_ID", "PROJECT", "SESSION", "SESSION_TOKEN")
 
 
-def test_the_walkthrough_never_assigns_the_shells_user_variable():
+def test_the_walkthrough_never_assigns_the_shells_user_variable() -> None:
     assert not re.search(r"^\s*(export\s+)?USER=", readme_walkthrough(), re.M)
 
 
-def test_the_walkthrough_runs_when_pasted_into_bash(live_server, tmp_path):
+def test_the_walkthrough_runs_when_pasted_into_bash(live_server: LiveServer, tmp_path: Path) -> None:
     report = "".join(f'echo "{name}=${name}"\n' for name in CAPTURED)
     done = run_pasted(readme_walkthrough() + "\n" + report, tmp_path, live_server.base_url, live_server.database_url)
     assert done.returncode == 0, done.stdout + done.stderr  # set -u: every id it uses was captured
@@ -39,5 +40,5 @@ def test_the_walkthrough_runs_when_pasted_into_bash(live_server, tmp_path):
     assert "the log verifies" in done.stdout + done.stderr
 
 
-def test_the_readme_names_the_test_that_runs_its_walkthrough():
+def test_the_readme_names_the_test_that_runs_its_walkthrough() -> None:
     assert "tests/test_readme_walkthrough.py" in README.read_text()

@@ -17,8 +17,7 @@ import pytest
 
 from api.app import create_app
 from memoryd.app.services import Services
-from tests.conftest import _caller_factory
-from tests.helpers import free_port, http_call, spawn_worker, until, wait_until_serving
+from tests.helpers import caller_factory, free_port, http_call, spawn_worker, until, wait_until_serving
 from tests.test_consistency import leave_a_backlog
 from tests.test_metrics import scrape
 
@@ -77,7 +76,7 @@ def test_a_write_during_the_outage_answers_projected_and_the_probes_report_the_q
     built: Any, throwaway_redis: ThrowawayRedis
 ) -> None:
     services: Services = built(redis_url=throwaway_redis.url, write_wait_ms=60_000)  # a wait would end pending
-    alice = _caller_factory(create_app(services), services)()
+    alice = caller_factory(create_app(services), services)()
     assert alice.save("before").status_code == 201
     status, body = readyz(alice.client)
     assert (status, body["degraded"]) == (200, [])

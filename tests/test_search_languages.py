@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +20,7 @@ from memoryd.cli import main
 from memoryd.config import Config, SearchSettings, StorageSettings, load_config
 from memoryd.errors import ConfigError
 from projections.filters import MemoryFilter
-from tests.conftest import Caller, _caller_factory, make_services
+from tests.helpers import Caller, caller_factory, make_services
 
 MEMORIES = "/v1/api/memories"
 
@@ -31,7 +32,7 @@ def speaking(sqlite_url: str) -> Iterator[Callable[[str], tuple[Services, Caller
 
     def build(language: str) -> tuple[Services, Caller]:
         made.append(make_services(sqlite_url, search=SearchSettings(language=language)))
-        return made[-1], _caller_factory(create_app(made[-1]), made[-1])()
+        return made[-1], caller_factory(create_app(made[-1]), made[-1])()
 
     yield build
     for services in made:
@@ -48,14 +49,15 @@ def found(caller: Caller, query: str) -> list[str]:
     ("german", "Die Kinder spielen im Garten hinter den Häusern", "Haus"),
     ("spanish", "Los niños estaban corriendo por las calles del pueblo", "niño calle"),
 ])
-def test_a_memory_is_found_by_another_form_of_its_words_in_its_language(speaking, language, content, query):
+def test_a_memory_is_found_by_another_form_of_its_words_in_its_language(speaking: Callable[[str], tuple[Services, Caller]],
+                                                                        language: str, content: str, query: str) -> None:
     _, caller = speaking(language)
     assert caller.save("note", content).status_code == 201
     assert caller.save("other", "nothing of the kind").status_code == 201
     assert found(caller, query) == ["note"]
 
 
-def test_the_stemmer_is_the_languages_own(speaking):
+def test_the_stemmer_is_the_languages_own(speaking: Callable[[str], tuple[Services, Caller]]) -> None:
     _, caller = speaking("english")
     caller.save("note", "Die Kinder spielen im Garten hinter den Häusern")
     assert found(caller, "Haus") == []  # English stems "häusern" to itself
@@ -66,28 +68,29 @@ def test_the_stemmer_is_the_languages_own(speaking):
     ("来週の会議は東京で行います", "東京の会議"),
     ("서울에 있는 사무실로 이사했어요", "서울 사무실"),
 ])
-def test_a_few_characters_of_text_written_without_spaces_find_their_memory(speaking, content, query):
+def test_a_few_characters_of_text_written_without_spaces_find_their_memory(speaking: Callable[[str], tuple[Services, Caller]],
+                                                                           content: str, query: str) -> None:
     _, caller = speaking("english")  # every language splits those scripts into bigrams
     caller.save("note", content)
     caller.save("other", "天气很好")
     assert found(caller, query) == ["note"]
 
 
-def test_stopwords_alone_find_nothing(speaking):
+def test_stopwords_alone_find_nothing(speaking: Callable[[str], tuple[Services, Caller]]) -> None:
     _, caller = speaking("english")
     caller.save("note", "what did they do")
     assert found(caller, "what did they do") == []
     assert found(caller, "note") == ["note"]
 
 
-def test_none_matches_words_exactly_as_written(speaking):
+def test_none_matches_words_exactly_as_written(speaking: Callable[[str], tuple[Services, Caller]]) -> None:
     _, caller = speaking("none")
     caller.save("note", "Researching adoption agencies")
     assert found(caller, "research") == []
     assert found(caller, "researching") == ["note"]
 
 
-def test_the_language_comes_from_the_config_or_the_environment_and_an_unknown_one_stops_start_up(tmp_path):
+def test_the_language_comes_from_the_config_or_the_environment_and_an_unknown_one_stops_start_up(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
     path.write_text("[search]\nlanguage = 'German'\n")
     assert load_config(path, environ={}).search.language == "german"
@@ -103,7 +106,9 @@ def _restarted(services: Services, language: str) -> Services:
     return build_services(Config(storage=services.config.storage, search=SearchSettings(language=language)))
 
 
-def test_a_snapshot_of_another_analyzer_is_never_served_the_index_is_built_from_the_log(speaking, caplog):
+def test_a_snapshot_of_another_analyzer_is_never_served_the_index_is_built_from_the_log(speaking: Callable[[str],
+                                                                                        tuple[Services, Caller]],
+                                                                                        caplog: pytest.LogCaptureFixture) -> None:
     exact, caller = speaking("none")
     caller.save("adoption", "Researching adoption agencies")
     position = exact.search.save_snapshot()
@@ -111,7 +116,8 @@ def test_a_snapshot_of_another_analyzer_is_never_served_the_index_is_built_from_
     try:
         with caplog.at_level(logging.INFO):
             hits = stemming.search.search(MemoryFilter(), "research", 5)
-        ready = create_app(stemming).test_client().get("/readyz").json["search"]
+        readiness: Any = create_app(stemming).test_client().get("/readyz").json
+        ready = readiness["search"]
     finally:
         stemming.database.dispose()
     assert len(hits) == 1  # stemmed from the log: the snapshot's exact words would not have matched
@@ -122,7 +128,8 @@ def test_a_snapshot_of_another_analyzer_is_never_served_the_index_is_built_from_
     assert "search index built from the log in" in caplog.text
 
 
-def test_projections_verify_compares_a_snapshot_with_the_log_under_the_analyzer_that_built_it(speaking):
+def test_projections_verify_compares_a_snapshot_with_the_log_under_the_analyzer_that_built_it(speaking: Callable[[str],
+                                                                                              tuple[Services, Caller]]) -> None:
     exact, caller = speaking("none")
     caller.save("adoption", "Researching adoption agencies")
     exact.search.save_snapshot()
@@ -133,7 +140,8 @@ def test_projections_verify_compares_a_snapshot_with_the_log_under_the_analyzer_
     assert "search snapshot: equal" in result.output
 
 
-def test_readyz_says_starting_while_the_index_is_built_from_the_log(speaking, monkeypatch):
+def test_readyz_says_starting_while_the_index_is_built_from_the_log(speaking: Callable[[str], tuple[Services, Caller]],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     services, caller = speaking("english")
     caller.save("note", "some content")
     release, entered = threading.Event(), threading.Event()
@@ -151,7 +159,7 @@ def test_readyz_says_starting_while_the_index_is_built_from_the_log(speaking, mo
     starting = client.get("/readyz")
     release.set()
     warming.join(30)
-    assert starting.status_code == 503 and starting.json["status"] == "starting"
-    assert starting.json["search"]["index"] == "building from the log: no snapshot is stored"
+    assert starting.status_code == 503 and starting.get_json()["status"] == "starting"
+    assert starting.get_json()["search"]["index"] == "building from the log: no snapshot is stored"
     ready = client.get("/readyz")
-    assert ready.status_code == 200 and ready.json["search"]["index"] == "built from the log: no snapshot is stored"
+    assert ready.status_code == 200 and ready.get_json()["search"]["index"] == "built from the log: no snapshot is stored"

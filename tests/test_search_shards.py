@@ -13,15 +13,16 @@ import dataclasses
 import random
 import zlib
 from collections.abc import Sequence
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from events.types import MemoryDeleted, MemorySaved, MemoryUpdated
+from events.types import DomainEvent, MemoryDeleted, MemorySaved, MemoryUpdated
 from memoryd.domain import Memory
 from projections.filters import MemoryFilter, ScopePattern
 from projections.search import Hit, SearchIndex, Statistics, Tuning
-from tests.test_search_index import memory, recorded
+from tests.helpers import memory, recorded
 
 SHARDS = 4
 USERS = [f"u{number}" for number in range(8)]
@@ -77,6 +78,7 @@ def corpus(seed: int) -> tuple[SearchIndex, list[SearchIndex], dict[str, str]]:
         scope, scope_id = rng.choice(NAMESPACES)
         name = f"m{rng.randrange(120)}"
         key = f"id-{scope}-{scope_id}-{name}"
+        event: DomainEvent
         if key in live and rng.random() < 0.15:
             event = MemoryDeleted(live.pop(key))
         else:
@@ -92,13 +94,13 @@ def corpus(seed: int) -> tuple[SearchIndex, list[SearchIndex], dict[str, str]]:
     return whole, shards, updated
 
 
-def test_every_shard_holds_some_of_the_namespaces():
+def test_every_shard_holds_some_of_the_namespaces() -> None:
     assert {shard_of(scope, scope_id) for scope, scope_id in NAMESPACES} == set(range(SHARDS))
 
 
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 10_000))
-def test_four_shards_through_the_fan_out_give_one_indexs_top_k_and_scores(seed):
+def test_four_shards_through_the_fan_out_give_one_indexs_top_k_and_scores(seed: Any) -> None:
     whole, shards, updated = corpus(seed)
     assert all(shard.shape().segments >= 2 for shard in shards if len(shard))
     rng = random.Random(seed)
@@ -110,7 +112,7 @@ def test_four_shards_through_the_fan_out_give_one_indexs_top_k_and_scores(seed):
             assert fan_out(shards, where, query, limit, updated) == whole.search(where, query, limit)
 
 
-def test_a_shard_holding_none_of_the_callers_namespaces_adds_nothing_and_returns_nothing():
+def test_a_shard_holding_none_of_the_callers_namespaces_adds_nothing_and_returns_nothing() -> None:
     whole, shards, _ = corpus(7)
     where = MemoryFilter(scopes=(ScopePattern("user", "u3"),))
     strangers = [shard for number, shard in enumerate(shards) if number != shard_of("user", "u3")]

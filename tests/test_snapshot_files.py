@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 import random
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,12 +17,12 @@ from commands.model import SaveMemory
 from events.types import EventMetadata, MemoryDeleted, MemorySaved, MemoryUpdated, RecordedEvent
 from memoryd.app.services import Services
 from memoryd.bootstrap import build_services
-from memoryd.domain import Namespace
+from memoryd.domain import Memory, Namespace
 from memoryd.schema import search_snapshots
 from projections.filters import MemoryFilter
 from projections.search import SearchIndex, snapshot
 from projections.search.snapshot import SnapshotCorrupt, SnapshotFormatError
-from tests.test_search_index import SPACES, WORDS, answers, index_of, memory, recorded, tiny_segments
+from tests.helpers import SPACES, WORDS, MakeCaller, answers, index_of, memory, recorded, tiny_segments
 
 EVERYTHING = MemoryFilter()
 
@@ -40,7 +42,7 @@ def _restarted(services: Services) -> Services:
 
 
 @pytest.fixture(autouse=True)
-def _dispose_restarted():
+def _dispose_restarted() -> Iterator[None]:
     yield
     while _started:
         _started.pop().database.dispose()
@@ -59,7 +61,7 @@ def stored(any_services: Services) -> Services:
     return any_services
 
 
-def test_processes_on_one_host_map_one_file_of_the_stored_snapshot(stored: Services):
+def test_processes_on_one_host_map_one_file_of_the_stored_snapshot(stored: Services) -> None:
     first = _restarted(stored)
     expected = stored.search.search(EVERYTHING, "rollback canary", 5)
     assert first.search.search(EVERYTHING, "rollback canary", 5) == expected
@@ -73,7 +75,7 @@ def test_processes_on_one_host_map_one_file_of_the_stored_snapshot(stored: Servi
         assert str(path) in Path("/proc/self/maps").read_text()  # served from the mapping, not a copy
 
 
-def test_a_mapped_index_takes_new_writes_and_a_newer_snapshot_replaces_the_file(stored: Services):
+def test_a_mapped_index_takes_new_writes_and_a_newer_snapshot_replaces_the_file(stored: Services) -> None:
     follower = _restarted(stored)
     follower.search.catch_up()
     [old] = _files(stored)
@@ -89,7 +91,8 @@ def test_a_mapped_index_takes_new_writes_and_a_newer_snapshot_replaces_the_file(
 
 
 @pytest.mark.parametrize("damage", ["a flipped byte", "truncated", "another format", "not a snapshot"])
-def test_a_damaged_file_is_refused_removed_and_written_again_from_the_database(stored: Services, damage, caplog):
+def test_a_damaged_file_is_refused_removed_and_written_again_from_the_database(stored: Services, damage: str,
+                                                                               caplog: pytest.LogCaptureFixture) -> None:
     expected = _restarted(stored).search.search(EVERYTHING, "rollback canary", 5)
     [path] = _files(stored)
     data = bytearray(path.read_bytes())
@@ -110,7 +113,8 @@ def test_a_damaged_file_is_refused_removed_and_written_again_from_the_database(s
     assert path.read_bytes() == stored_blob(stored)  # the database's copy, written again
 
 
-def test_a_snapshot_of_another_log_is_refused_and_the_index_built_from_this_log(any_services: Services, caplog):
+def test_a_snapshot_of_another_log_is_refused_and_the_index_built_from_this_log(any_services: Services,
+                                                                                caplog: pytest.LogCaptureFixture) -> None:
     mine = _save(any_services, "mine", "kubernetes canary")
     theirs = SearchIndex()  # another database's index at the same position
     theirs.apply(RecordedEvent(1, "s", 1, "memory.save", 1, MemorySaved(memory("theirs", "kubernetes")).payload(),
@@ -125,7 +129,8 @@ def test_a_snapshot_of_another_log_is_refused_and_the_index_built_from_this_log(
     assert not any_services.search.files.directory.exists()  # refused before anything was written
 
 
-def test_a_file_of_another_log_under_this_snapshots_name_is_replaced_from_the_database(stored: Services, caplog):
+def test_a_file_of_another_log_under_this_snapshots_name_is_replaced_from_the_database(stored: Services,
+                                                                                       caplog: pytest.LogCaptureFixture) -> None:
     expected = stored.search.search(EVERYTHING, "rollback canary", 5)
     _restarted(stored).search.catch_up()
     [path] = _files(stored)
@@ -139,7 +144,8 @@ def test_a_file_of_another_log_under_this_snapshots_name_is_replaced_from_the_da
     assert path.read_bytes() == stored_blob(stored)
 
 
-def test_a_corrupt_snapshot_in_the_database_is_refused_and_the_index_built_from_the_log(stored: Services, caplog):
+def test_a_corrupt_snapshot_in_the_database_is_refused_and_the_index_built_from_the_log(stored: Services,
+                                                                                        caplog: pytest.LogCaptureFixture) -> None:
     expected = stored.search.search(EVERYTHING, "rollback canary", 5)
     blob = bytearray(stored_blob(stored))
     blob[-100] ^= 0xFF
@@ -150,7 +156,8 @@ def test_a_corrupt_snapshot_in_the_database_is_refused_and_the_index_built_from_
     assert "checksum" in caplog.text and not _files(stored)
 
 
-def test_without_a_writable_directory_a_process_holds_its_own_copy(stored: Services, tmp_path, caplog):
+def test_without_a_writable_directory_a_process_holds_its_own_copy(stored: Services, tmp_path: Path,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
     blocked = tmp_path / "blocked"
     blocked.write_text("a file where the directory should be")
     restarted = _restarted(stored)
@@ -161,7 +168,7 @@ def test_without_a_writable_directory_a_process_holds_its_own_copy(stored: Servi
     assert "a copy of its own" in caplog.text
 
 
-def test_an_erasure_removes_this_hosts_files_of_earlier_snapshots(stored: Services, any_make_caller):
+def test_an_erasure_removes_this_hosts_files_of_earlier_snapshots(stored: Services, any_make_caller: MakeCaller) -> None:
     _restarted(stored).search.catch_up()
     assert _files(stored)
     checks = _erase_one(stored, any_make_caller)
@@ -169,7 +176,7 @@ def test_an_erasure_removes_this_hosts_files_of_earlier_snapshots(stored: Servic
     assert checks["search snapshots"]["free"], checks
 
 
-def _erase_one(services: Services, make_caller) -> dict[str, dict]:
+def _erase_one(services: Services, make_caller: MakeCaller) -> dict[str, dict[str, Any]]:
     """Erase the best match for "rollback" through the admin API; the certificate's checks by store."""
     [erased] = services.search.search(EVERYTHING, "rollback", 1)
     admin = make_caller("read,write", ("admin.memories",))
@@ -186,9 +193,9 @@ def stored_blob(services: Services) -> bytes:
 # -- the format and the index over it ---------------------------------------------------------------------------
 
 
-def test_an_index_over_a_mapped_snapshot_changes_as_a_fresh_index_would(tmp_path):
+def test_an_index_over_a_mapped_snapshot_changes_as_a_fresh_index_would(tmp_path: Path) -> None:
     rng = random.Random(5)
-    index, live = tiny_segments(), {}
+    index, live = tiny_segments(), dict[tuple[str, str, str], Memory]()
     for step in range(1_500):
         _random_change(rng, index, live, step)
     path = tmp_path / "index.snapshot"
@@ -209,7 +216,7 @@ def test_an_index_over_a_mapped_snapshot_changes_as_a_fresh_index_would(tmp_path
     assert path.read_bytes() == index.to_bytes()  # changes stay in the process: the file is never written
 
 
-def _random_change(rng: random.Random, index: SearchIndex, live: dict, step: int) -> None:
+def _random_change(rng: random.Random, index: SearchIndex, live: dict[tuple[str, str, str], Memory], step: int) -> None:
     scope, scope_id = rng.choice(SPACES)
     key = (f"m{rng.randrange(300)}", scope, scope_id)
     if rng.random() < 0.2 and key in live:
@@ -222,14 +229,14 @@ def _random_change(rng: random.Random, index: SearchIndex, live: dict, step: int
     live[key] = changed
 
 
-def test_an_empty_index_round_trips():
+def test_an_empty_index_round_trips() -> None:
     empty = SearchIndex.from_bytes(SearchIndex().to_bytes())
     assert len(empty) == 0 and empty.search(EVERYTHING, "anything", 5) == []
     empty.apply(recorded(MemorySaved(memory("first", "hello world"))))
     assert [hit.memory_id for hit in empty.search(EVERYTHING, "hello", 5)] == ["id-global--first"]
 
 
-def test_the_format_is_checked_before_anything_is_read(tmp_path):
+def test_the_format_is_checked_before_anything_is_read(tmp_path: Path) -> None:
     blob = index_of([memory("a", "alpha beta"), memory("b", "beta gamma")]).to_bytes("f" * 64)
     assert snapshot.load(blob).log_hash == "f" * 64
     with pytest.raises(SnapshotFormatError):
@@ -247,7 +254,7 @@ def test_the_format_is_checked_before_anything_is_read(tmp_path):
 
 
 def test_an_erasure_removes_temporary_files_too_and_a_process_started_later_clears_the_older_files(
-        stored: Services, any_make_caller, tmp_path):
+        stored: Services, any_make_caller: MakeCaller, tmp_path: Path) -> None:
     _restarted(stored).search.catch_up()
     [path] = _files(stored)
     torn = path.with_name(f".{path.name}.0123abcd.tmp")  # a writer killed before its rename
@@ -264,8 +271,8 @@ def test_an_erasure_removes_temporary_files_too_and_a_process_started_later_clea
     assert list(elsewhere.iterdir()) == []
 
 
-def test_a_file_that_cannot_be_removed_is_reported_by_the_erasure_not_fatal(stored: Services, any_make_caller,
-                                                                            monkeypatch):
+def test_a_file_that_cannot_be_removed_is_reported_by_the_erasure_not_fatal(stored: Services, any_make_caller: MakeCaller,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     _restarted(stored).search.catch_up()
     [path] = _files(stored)
     real_unlink = Path.unlink
@@ -281,12 +288,12 @@ def test_a_file_that_cannot_be_removed_is_reported_by_the_erasure_not_fatal(stor
     assert stored.search.search(EVERYTHING, "canary", 5)  # and search goes on
 
 
-def test_an_erasure_that_cannot_list_this_hosts_files_does_not_certify_them(stored: Services, any_make_caller,
-                                                                            monkeypatch):
+def test_an_erasure_that_cannot_list_this_hosts_files_does_not_certify_them(stored: Services, any_make_caller: MakeCaller,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     _restarted(stored).search.catch_up()
     directory, real_iterdir = stored.search.files.directory, Path.iterdir
 
-    def unreadable(self: Path):
+    def unreadable(self: Path) -> Iterator[Path]:
         if self == directory:
             raise PermissionError(13, "Permission denied", str(self))
         return real_iterdir(self)
@@ -296,7 +303,7 @@ def test_an_erasure_that_cannot_list_this_hosts_files_does_not_certify_them(stor
     assert not checks["search snapshots"]["free"] and "could not be listed" in checks["search snapshots"]["detail"]
 
 
-def test_two_snapshots_at_one_position_still_give_one_file(stored: Services):
+def test_two_snapshots_at_one_position_still_give_one_file(stored: Services) -> None:
     roomier = snapshot.load(stored_blob(stored))  # a second worker's at the same position, not the same bytes
     roomier.slot = {name: np.concatenate([values, np.zeros(4096, values.dtype)]) for name, values in roomier.slot.items()}
     with stored.database.write() as conn:
@@ -309,7 +316,7 @@ def test_two_snapshots_at_one_position_still_give_one_file(stored: Services):
     assert _files(stored) == [path] and path.stat().st_ino == written  # found, not written again
 
 
-def test_a_snapshot_replaced_while_a_process_starts_is_looked_up_again(stored: Services):
+def test_a_snapshot_replaced_while_a_process_starts_is_looked_up_again(stored: Services) -> None:
     starting = _restarted(stored)
     real_open = starting.search.files.open
     added = []
@@ -325,7 +332,7 @@ def test_a_snapshot_replaced_while_a_process_starts_is_looked_up_again(stored: S
     assert [path.name for path in _files(stored)] == [f"search-{stored.store.head_position()}-2.snapshot"]
 
 
-def test_snapshot_files_are_the_owners_alone(stored: Services):
+def test_snapshot_files_are_the_owners_alone(stored: Services) -> None:
     _restarted(stored).search.catch_up()
     [path] = _files(stored)
     assert path.stat().st_mode & 0o777 == 0o600

@@ -1,4 +1,4 @@
-"""ruff and mypy (strict on the product packages) pass: run as part of the suite, so CI runs them too.
+"""ruff and mypy (strict on the product packages and on tests/) pass: run as part of the suite, so CI runs them too.
 
 Their settings are in pyproject.toml; a finding fails the test with the tool's own report.
 """
@@ -21,7 +21,7 @@ def test_ruff_finds_nothing() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_mypy_strict_finds_nothing_in_the_product_packages() -> None:
+def test_mypy_strict_finds_nothing_in_the_packages_or_the_tests() -> None:
     result = run("mypy")
     assert result.returncode == 0, result.stdout + result.stderr
 

@@ -3,31 +3,33 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from memoryd.bootstrap import build_services
 from memoryd.cli import main
 from memoryd.config import Config, SearchSettings, StorageSettings
 from projections.filters import MemoryFilter, ScopePattern
-from tests.conftest import make_services
-from tests.helpers import rebuild_equals_live, table_rows
+from tests.helpers import make_services, rebuild_equals_live, table_rows
 
 
 @pytest.fixture
-def run(sqlite_url):
+def run(sqlite_url: str) -> Callable[..., Result]:
     """The CLI on a database ``memoryd db upgrade`` made (other commands never create one)."""
     runner = CliRunner()
 
-    def invoke(*args: str):
+    def invoke(*args: str) -> Result:
         return runner.invoke(main, list(args), env={"MEMORYD_DATABASE_URL": sqlite_url})
 
     assert invoke("db", "upgrade").exit_code == 0
     return invoke
 
 
-def _jsonl(tmp_path, records, name="memories.jsonl"):
+def _jsonl(tmp_path: Path, records: list[Any], name: str = "memories.jsonl") -> str:
     path = tmp_path / name
     path.write_text("".join(json.dumps(record) + "\n" for record in records))
     return str(path)
@@ -42,7 +44,8 @@ RECORDS = [
 ]
 
 
-def test_import_appends_save_events_and_export_writes_them_back(run, sqlite_url, tmp_path):
+def test_import_appends_save_events_and_export_writes_them_back(run: Callable[..., Result], sqlite_url: str,
+                                                                tmp_path: Path) -> None:
     result = run("memories", "import", _jsonl(tmp_path, RECORDS + [RECORDS[0] | {"content": "now github actions"}]),
                  "--batch", "2")
     assert result.exit_code == 0, result.output
@@ -70,7 +73,9 @@ def test_import_appends_save_events_and_export_writes_them_back(run, sqlite_url,
     ('{"name": "x", "content": "c", "description": "d", "scope": "user"}', "line 2: scope_id is required"),
     ('{"name": "x", "content": "c", "description": "d", "type": "fact"}', "line 2: invalid type: fact"),
 ])
-def test_an_invalid_line_stops_the_import_before_anything_is_written(run, sqlite_url, tmp_path, line, message):
+def test_an_invalid_line_stops_the_import_before_anything_is_written(run: Callable[..., Result], sqlite_url: str,
+                                                                     tmp_path: Path, line: str,
+                                                                     message: str) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_text(json.dumps(RECORDS[0]) + "\n" + line + "\n")
     result = run("memories", "import", str(path))
@@ -79,7 +84,9 @@ def test_an_invalid_line_stops_the_import_before_anything_is_written(run, sqlite
     assert list(make_services(sqlite_url).store.iter_all()) == []
 
 
-def test_a_rebuilt_search_snapshot_lets_a_new_process_answer_without_replaying_the_log(run, sqlite_url, tmp_path):
+def test_a_rebuilt_search_snapshot_lets_a_new_process_answer_without_replaying_the_log(run: Callable[..., Result],
+                                                                                       sqlite_url: str,
+                                                                                       tmp_path: Path) -> None:
     assert run("memories", "import", _jsonl(tmp_path, RECORDS)).exit_code == 0
     result = run("projections", "rebuild", "search")
     assert result.exit_code == 0, result.output
@@ -96,14 +103,15 @@ def test_a_rebuilt_search_snapshot_lets_a_new_process_answer_without_replaying_t
         assert fresh.search.search(everything, query, 10) == replayed.search.search(everything, query, 10)
 
 
-def test_a_process_started_from_a_snapshot_follows_the_log_from_there(sqlite_url):
+def test_a_process_started_from_a_snapshot_follows_the_log_from_there(sqlite_url: str) -> None:
     from commands.model import SaveMemory
     from events.types import EventMetadata
     from memoryd.domain import Namespace
 
     services = make_services(sqlite_url)
-    save = lambda name, text: services.bus.handle(  # noqa: E731
-        SaveMemory(name, text, "d", None, Namespace("global", "")), EventMetadata())
+    def save(name: str, text: str) -> None:
+        services.bus.handle(SaveMemory(name, text, "d", None, Namespace("global", "")), EventMetadata())
+
     save("first", "alpha")
     services.search.save_snapshot()
     save("second", "alpha beta")

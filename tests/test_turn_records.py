@@ -4,35 +4,36 @@ from __future__ import annotations
 
 import hashlib
 
-from sqlalchemy import func, select
+from sqlalchemy import Table, func, select
 
+from memoryd.app.services import Services
 from memoryd.schema import memory_access, nudge_deliveries, turn_receipts
-from tests.helpers import World
+from tests.helpers import MakeCaller, World
 
 
 def sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def reads(services, memory_id: str) -> int:
+def reads(services: Services, memory_id: str) -> int:
     with services.database.read() as conn:
         return int(conn.execute(select(memory_access.c.access_count)
                                 .where(memory_access.c.memory_id == memory_id)).scalar() or 0)
 
 
-def rows(services, table) -> int:
+def rows(services: Services, table: Table) -> int:
     with services.database.read() as conn:
         return int(conn.execute(select(func.count()).select_from(table)).scalar_one())
 
 
-def test_turns_are_numbered_per_session_and_each_leaves_a_receipt(world: World, services):
+def test_turns_are_numbered_per_session_and_each_leaves_a_receipt(world: World, services: Services) -> None:
     agent = world.session(world.workstream(world.owner), world.owner)
     other = world.session(world.workstream(world.owner), world.owner)
     assert [agent.turn("one")["turn"], agent.turn("two")["turn"], other.turn("one")["turn"]] == [1, 2, 1]
     assert rows(services, turn_receipts) == 3
 
 
-def test_the_injected_memories_reads_are_counted_once_per_turn(world: World, services):
+def test_the_injected_memories_reads_are_counted_once_per_turn(world: World, services: Services) -> None:
     agent = world.session(world.workstream(world.owner), world.owner)
     saved = agent.save("deploy_process", "deploy with buildkite")["memory"]["memory_id"]
     agent.save("unrelated", "coffee")
@@ -42,7 +43,7 @@ def test_the_injected_memories_reads_are_counted_once_per_turn(world: World, ser
     assert reads(services, saved) == 2 and reads(services, unrelated) == 1  # its one read is the get above
 
 
-def test_a_retried_turn_id_replays_the_answer_and_changes_nothing(world: World, services):
+def test_a_retried_turn_id_replays_the_answer_and_changes_nothing(world: World, services: Services) -> None:
     agent = world.session(world.workstream(world.owner), world.owner)
     saved = agent.save("deploy_process", "deploy with buildkite")["memory"]["memory_id"]
     first = agent.turn("deploy", "no, deploy on fridays", turn_id="t-7", system="You are helpful.")
@@ -54,14 +55,14 @@ def test_a_retried_turn_id_replays_the_answer_and_changes_nothing(world: World, 
     assert agent.turn("deploy")["turn"] == first["turn"] + 1
 
 
-def test_a_turn_id_reused_for_another_request_is_a_409(world: World):
+def test_a_turn_id_reused_for_another_request_is_a_409(world: World) -> None:
     agent = world.session(world.workstream(world.owner), world.owner)
     agent.turn("deploy", turn_id="t-1")
     response = agent.post_turn({"query": "something else", "turn_id": "t-1"})
     assert response.status_code == 409 and "t-1" in response.json["error"]
 
 
-def test_the_idempotency_key_names_the_turn_when_the_body_does_not(world: World):
+def test_the_idempotency_key_names_the_turn_when_the_body_does_not(world: World) -> None:
     agent = world.session(world.workstream(world.owner), world.owner)
     first = agent.post_turn({"query": "deploy"}, **{"Idempotency-Key": "k-1"}).json
     again = agent.post_turn({"query": "deploy"}, **{"Idempotency-Key": "k-1"}).json
@@ -70,7 +71,7 @@ def test_the_idempotency_key_names_the_turn_when_the_body_does_not(world: World)
     assert clash.status_code == 400
 
 
-def test_a_preview_records_nothing_touches_nothing_and_charges_no_cooldown(world: World, services):
+def test_a_preview_records_nothing_touches_nothing_and_charges_no_cooldown(world: World, services: Services) -> None:
     agent = world.session(world.workstream(world.owner), world.owner)
     saved = agent.save("deploy_process", "deploy with buildkite")["memory"]["memory_id"]
     preview = agent.turn("deploy", preview=True)
@@ -82,7 +83,8 @@ def test_a_preview_records_nothing_touches_nothing_and_charges_no_cooldown(world
     assert real["block"] == preview["block"] and reads(services, saved) == 1
 
 
-def test_a_receipt_rebuilds_the_block_from_the_log_even_after_every_projection_is_rebuilt(world: World, services):
+def test_a_receipt_rebuilds_the_block_from_the_log_even_after_every_projection_is_rebuilt(world: World,
+                                                                                          services: Services) -> None:
     agent = world.session(world.workstream(world.owner), world.owner)
     agent.save("deploy_process", "deploy with <buildkite> & friends")
     turn = agent.turn("deploy", turn_id="t-1", system="You are helpful.")
@@ -100,7 +102,7 @@ def test_a_receipt_rebuilds_the_block_from_the_log_even_after_every_projection_i
     assert "buildkite" not in str(dict(stored))  # receipts hold ids, versions and hashes, never memory text
 
 
-def test_a_receipt_is_the_sessions_own_and_unknown_turns_are_404(world: World):
+def test_a_receipt_is_the_sessions_own_and_unknown_turns_are_404(world: World) -> None:
     agent = world.session(world.workstream(world.owner), world.owner)
     other = world.session(world.workstream(world.owner), world.owner)
     agent.turn("deploy", turn_id="t-1")
@@ -108,7 +110,7 @@ def test_a_receipt_is_the_sessions_own_and_unknown_turns_are_404(world: World):
     assert other.client.get(f"/v1/api/sessions/{agent.session_id}/turns/t-1", headers=other.headers).status_code == 403
 
 
-def test_admins_page_through_a_sessions_receipts_in_turn_order(world: World, make_caller):
+def test_admins_page_through_a_sessions_receipts_in_turn_order(world: World, make_caller: MakeCaller) -> None:
     agent = world.session(world.workstream(world.owner), world.owner)
     for number in range(5):
         agent.turn(f"turn {number}", turn_id=f"t-{number}")
@@ -121,7 +123,7 @@ def test_admins_page_through_a_sessions_receipts_in_turn_order(world: World, mak
     assert make_caller().get(path).status_code == 403
 
 
-def test_receipts_older_than_the_retention_are_forgotten(world: World, services):
+def test_receipts_older_than_the_retention_are_forgotten(world: World, services: Services) -> None:
     agent = world.session(world.workstream(world.owner), world.owner)
     agent.turn("old one", turn_id="old")
     clock = services.turns.clock
@@ -130,7 +132,7 @@ def test_receipts_older_than_the_retention_are_forgotten(world: World, services)
     assert agent.receipt("old").status_code == 404 and agent.receipt("new").status_code == 200
 
 
-def test_a_session_reading_its_receipt_after_losing_access_gets_no_memory_text(world: World):
+def test_a_session_reading_its_receipt_after_losing_access_gets_no_memory_text(world: World) -> None:
     world.grant(world.member, "read")
     owner = world.session(world.workstream(world.owner, world.project), world.owner)
     owner.save("launch_codes", "0000 and 1234", scope="project")

@@ -16,12 +16,13 @@ from alembic import command
 from commands.model import DeleteMemory, SaveMemory
 from events.types import EventMetadata
 from memoryd import migrate
+from memoryd.app.services import Services
 from memoryd.domain import Namespace
 from memoryd.errors import NotFound, VersionMismatch
-from tests.helpers import rebuild_equals_live, table_rows
+from tests.helpers import World, rebuild_equals_live, table_rows
 
 if TYPE_CHECKING:
-    from tests.conftest import Caller
+    from tests.helpers import Caller
 
 MEMORIES = "/v1/api/memories"
 GLOBAL = Namespace("global", "")
@@ -31,14 +32,14 @@ def if_match(version: int | str) -> dict[str, str]:
     return {"If-Match": f'"{version}"' if isinstance(version, int) else version}
 
 
-def test_every_write_and_read_of_a_memory_gives_its_version_as_etag(alice: Caller):
+def test_every_write_and_read_of_a_memory_gives_its_version_as_etag(alice: Caller) -> None:
     assert alice.save("deploy_steps", "one").headers["ETag"] == '"1"'
     assert alice.get(f"{MEMORIES}/deploy_steps").headers["ETag"] == '"1"'
     assert alice.save("deploy_steps", "two").headers["ETag"] == '"2"'
     assert alice.get(f"{MEMORIES}/deploy_steps").headers["ETag"] == '"2"'
 
 
-def test_a_save_at_a_stale_version_is_a_412_with_the_current_one_and_appends_nothing(alice: Caller, services):
+def test_a_save_at_a_stale_version_is_a_412_with_the_current_one_and_appends_nothing(alice: Caller, services: Services) -> None:
     alice.save("deploy_steps", "one")
     assert alice.post(MEMORIES, json={"name": "deploy_steps", "content": "two", "description": "d"},
                       headers=if_match(1)).status_code == 200
@@ -52,13 +53,13 @@ def test_a_save_at_a_stale_version_is_a_412_with_the_current_one_and_appends_not
     assert alice.get(f"{MEMORIES}/deploy_steps").get_json()["content"] == "two"
 
 
-def test_if_match_on_a_memory_that_does_not_exist_creates_nothing(alice: Caller, services):
+def test_if_match_on_a_memory_that_does_not_exist_creates_nothing(alice: Caller, services: Services) -> None:
     answer = alice.post(MEMORIES, json={"name": "nothing_yet", "content": "c", "description": "d"}, headers=if_match(1))
     assert answer.status_code == 412 and answer.get_json()["current_version"] is None and "ETag" not in answer.headers
     assert services.store.head_position() == 0
 
 
-def test_a_conditional_delete_removes_only_the_version_it_names(alice: Caller):
+def test_a_conditional_delete_removes_only_the_version_it_names(alice: Caller) -> None:
     alice.save("deploy_steps", "one")
     alice.save("deploy_steps", "two")
     stale = alice.delete(f"{MEMORIES}/deploy_steps", headers=if_match(1))
@@ -70,13 +71,13 @@ def test_a_conditional_delete_removes_only_the_version_it_names(alice: Caller):
     assert alice.delete(f"{MEMORIES}/deploy_steps").status_code == 404
 
 
-def test_a_memory_deleted_and_saved_again_goes_on_counting(alice: Caller):
+def test_a_memory_deleted_and_saved_again_goes_on_counting(alice: Caller) -> None:
     alice.save("deploy_steps", "one")
     alice.delete(f"{MEMORIES}/deploy_steps")
     assert alice.save("deploy_steps", "again").headers["ETag"] == '"3"'
 
 
-def test_the_admin_api_gives_etags_and_honours_if_match_on_delete(alice: Caller, admin: Caller):
+def test_the_admin_api_gives_etags_and_honours_if_match_on_delete(alice: Caller, admin: Caller) -> None:
     memory_id = alice.save("deploy_steps", "one").get_json()["memory_id"]
     alice.save("deploy_steps", "two")
     path = f"/v1/api/admin/memories/{memory_id}"
@@ -88,7 +89,7 @@ def test_the_admin_api_gives_etags_and_honours_if_match_on_delete(alice: Caller,
 
 
 @pytest.mark.parametrize("header", ['W/"1"', "*", "1", '"1", "2"', '"one"', '""'])
-def test_an_if_match_memoryd_did_not_give_is_a_400_naming_the_form(alice: Caller, services, header):
+def test_an_if_match_memoryd_did_not_give_is_a_400_naming_the_form(alice: Caller, services: Services, header: str) -> None:
     alice.save("deploy_steps", "one")
     head = services.store.head_position()
     answer = alice.post(MEMORIES, json={"name": "deploy_steps", "content": "two", "description": "d"},
@@ -97,7 +98,7 @@ def test_an_if_match_memoryd_did_not_give_is_a_400_naming_the_form(alice: Caller
     assert services.store.head_position() == head
 
 
-def test_one_idempotency_key_with_another_if_match_is_another_request(alice: Caller):
+def test_one_idempotency_key_with_another_if_match_is_another_request(alice: Caller) -> None:
     alice.save("deploy_steps", "one")
     body = {"name": "deploy_steps", "content": "two", "description": "d"}
     first = alice.post(MEMORIES, json=body, headers=if_match(1) | {"Idempotency-Key": "k-1"})
@@ -108,7 +109,7 @@ def test_one_idempotency_key_with_another_if_match_is_another_request(alice: Cal
 
 
 @pytest.mark.parametrize("writers", [2, 8])
-def test_of_racing_conditional_writes_at_one_version_exactly_one_wins(any_services, writers):
+def test_of_racing_conditional_writes_at_one_version_exactly_one_wins(any_services: Services, writers: int) -> None:
     any_services.bus.handle(SaveMemory("contested", "v1", "d", None, GLOBAL), EventMetadata())
     start = threading.Barrier(writers)
     results: list[str] = []
@@ -137,7 +138,7 @@ def test_of_racing_conditional_writes_at_one_version_exactly_one_wins(any_servic
     assert rebuild_equals_live(any_services)
 
 
-def test_the_tool_writes_only_at_the_version_it_names(world, services):
+def test_the_tool_writes_only_at_the_version_it_names(world: World, services: Services) -> None:
     tool = world.session(world.workstream(world.owner), world.owner)
     saved = tool.save("deploy_steps", "one")
     assert saved["ok"] and saved["memory"]["version"] == 1
@@ -153,7 +154,7 @@ def test_the_tool_writes_only_at_the_version_it_names(world, services):
     assert table_rows(services) == []
 
 
-def test_upgrading_an_older_database_replays_the_table_with_versions(any_services):
+def test_upgrading_an_older_database_replays_the_table_with_versions(any_services: Services) -> None:
     for content in ("one", "two", "three"):
         any_services.bus.handle(SaveMemory("deploy_steps", content, "d", None, GLOBAL), EventMetadata())
     any_services.bus.handle(SaveMemory("other", "c", "d", None, GLOBAL), EventMetadata())

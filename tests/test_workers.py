@@ -9,18 +9,21 @@ import signal
 import socket
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from events.store import ConcurrencyConflict
 from events.types import EventMetadata, MemorySaved, memory_stream_id
+from memoryd.app.services import Services
 from memoryd.domain import Memory, Namespace
 from projections.projector import Projector
 from tests.helpers import (
     RecordingProjection,
     free_port,
+    present,
     rebuild_equals_live,
     run_queued_jobs,
     save_memory,
@@ -37,7 +40,7 @@ def _save(services: Any, name: str, content: str = "content") -> int:
     return save_memory(services, name, content).position
 
 
-def test_a_hundred_racing_pairs_at_the_same_expected_version_have_one_winner_each(any_services):
+def test_a_hundred_racing_pairs_at_the_same_expected_version_have_one_winner_each(any_services: Services) -> None:
     store = any_services.store
     outcomes: list[str] = []
     record = threading.Lock()
@@ -66,30 +69,30 @@ def test_a_hundred_racing_pairs_at_the_same_expected_version_have_one_winner_eac
 
 
 @pytest.fixture
-def queued(built_postgres, redis_url: str) -> Iterator:
+def queued(built_postgres: Callable[..., Services], redis_url: str) -> Iterator[Services]:
     """Services that project through the Redis queue, with no worker running yet."""
     services = built_postgres(redis_url)
     jobs.bind(services)
     yield services
 
 
-def test_a_save_enqueues_one_job_that_a_worker_projects(queued):
+def test_a_save_enqueues_one_job_that_a_worker_projects(queued: Services) -> None:
     position = _save(queued, "note")
     _save(queued, "other")  # while a job waits, appends add no second job
-    assert queued.queue.count == 1
+    assert present(queued.queue).count == 1
     assert queued.projector.checkpoint("structured_memories") == 0
     run_queued_jobs(queued)
     assert queued.projector.checkpoint("structured_memories") == position + 1
     assert {row["name"] for row in table_rows(queued)} == {"note", "other"}
 
 
-def test_jobs_delivered_twice_concurrently_sequentially_and_out_of_order_apply_each_event_once(queued):
+def test_jobs_delivered_twice_concurrently_sequentially_and_out_of_order_apply_each_event_once(queued: Services) -> None:
     recording = RecordingProjection()
     observed = dataclasses.replace(queued, projector=Projector(queued.database, queued.store, [queued.memory_table, recording]))
     jobs.bind(observed)
     positions = [_save(queued, f"note_{index % 7}", f"v{index}") for index in range(40)]
     for position in (positions[-1], positions[3], positions[-1], positions[0]):  # duplicates, out of order
-        queued.queue.enqueue_call(jobs.catch_up, args=(position,), result_ttl=0)
+        present(queued.queue).enqueue_call(jobs.catch_up, args=(position,), result_ttl=0)
     racing = [threading.Thread(target=jobs.catch_up, args=(positions[5],)) for _ in range(4)]
     for thread in racing:
         thread.start()
@@ -104,7 +107,7 @@ def test_jobs_delivered_twice_concurrently_sequentially_and_out_of_order_apply_e
 class Writer(threading.Thread):
     """Keeps saving (creating and updating memories) until stopped."""
 
-    def __init__(self, services) -> None:
+    def __init__(self, services: Services) -> None:
         super().__init__(daemon=True)
         self.services = services
         self.stopped = threading.Event()
@@ -124,7 +127,8 @@ class Writer(threading.Thread):
 KILLS = int(os.environ.get("MEMORYD_WORKER_KILLS", "8"))  # 20 for the full proof (~1 min on this machine class)
 
 
-def test_workers_killed_mid_catch_up_again_and_again_leave_the_table_equal_to_a_rebuild(built_postgres, redis_url):
+def test_workers_killed_mid_catch_up_again_and_again_leave_the_table_equal_to_a_rebuild(built_postgres: Callable[..., Services],
+                                                                                        redis_url: str) -> None:
     services = built_postgres(redis_url)
     for index in range(1_500):  # a backlog, so the first workers die in the middle of a catch-up
         _save(services, f"note_{index % 300}", f"backlog {index}")
@@ -155,8 +159,11 @@ def test_workers_killed_mid_catch_up_again_and_again_leave_the_table_equal_to_a_
     services.database.dispose()
 
 
+PrivateRedis = tuple[str, Callable[[], None], Callable[[], None]]  # its URL, start, stop
+
+
 @pytest.fixture
-def private_redis() -> Iterator[tuple[str, callable, callable]]:
+def private_redis() -> Iterator[PrivateRedis]:
     """A Redis server of the test's own, which the test can stop and start again."""
     port = free_port()
     command = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
@@ -181,8 +188,8 @@ def private_redis() -> Iterator[tuple[str, callable, callable]]:
     stop()
 
 
-def test_with_redis_stopped_writes_still_land_and_projections_catch_up_with_no_manual_step(built_postgres,
-                                                                                          private_redis):
+def test_with_redis_stopped_writes_still_land_and_projections_catch_up_with_no_manual_step(
+        built_postgres: Callable[..., Services], private_redis: PrivateRedis) -> None:
     redis_url, start_redis, stop_redis = private_redis
     services = built_postgres(redis_url)
     worker = spawn_worker(services)
@@ -205,7 +212,9 @@ def test_with_redis_stopped_writes_still_land_and_projections_catch_up_with_no_m
     assert rebuild_equals_live(services)
 
 
-def test_a_worker_waiting_for_redis_to_come_back_stops_when_asked(built_postgres, private_redis, tmp_path):
+def test_a_worker_waiting_for_redis_to_come_back_stops_when_asked(built_postgres: Callable[..., Services],
+                                                                  private_redis: PrivateRedis,
+                                                                  tmp_path: Path) -> None:
     redis_url, _, stop_redis = private_redis
     services = built_postgres(redis_url)
     log = tmp_path / "worker.log"

@@ -7,19 +7,20 @@ import os
 import socket
 import subprocess
 import sys
+from typing import Any
 
 import httpx
 import pytest
 
-from tests.helpers import free_port
+from tests.helpers import LiveServer, free_port
 
 
 @pytest.fixture(scope="module")
-def agent(live_server):
+def agent(live_server: LiveServer) -> dict[str, str]:
     return live_server.agent("hooked")
 
 
-def save(agent, name: str, content: str) -> None:
+def save(agent: dict[str, str], name: str, content: str) -> None:
     answer = httpx.post(f"{agent['url']}/v1/api/sessions/{agent['session_id']}/memory",
                         headers={"Authorization": f"Bearer {agent['session_token']}"},
                         json={"action": "save", "name": name, "content": content, "description": f"about {name}",
@@ -27,13 +28,13 @@ def save(agent, name: str, content: str) -> None:
     assert answer.json()["ok"], answer.json()
 
 
-def hook(event: str, payload: dict, url: str, token: str, **settings: str) -> subprocess.CompletedProcess[str]:
+def hook(event: str, payload: dict[str, Any], url: str, token: str, **settings: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MEMORYD_URL": url, "MEMORYD_SESSION_TOKEN": token, **settings}
     return subprocess.run([sys.executable, "-m", "memoryd", "hook", "claude-code", event], input=json.dumps(payload),
                           capture_output=True, text=True, timeout=30, env=env)
 
 
-def test_a_prompt_that_matches_a_saved_memory_gets_it_as_additional_context(agent):
+def test_a_prompt_that_matches_a_saved_memory_gets_it_as_additional_context(agent: dict[str, str]) -> None:
     save(agent, "hook_deploy", "we deploy with buildkite on tuesdays")
     done = hook("user-prompt-submit", {"prompt": "how do we deploy?", "session_id": "claude-1"}, agent["url"],
                    agent["session_token"])
@@ -48,7 +49,7 @@ def test_a_prompt_that_matches_a_saved_memory_gets_it_as_additional_context(agen
     assert "Use mcp__memoryd__memory_search() or mcp__memoryd__memory_list() to find more." in context
 
 
-def test_the_texts_name_the_tools_under_the_mcp_servers_configured_name(agent):
+def test_the_texts_name_the_tools_under_the_mcp_servers_configured_name(agent: dict[str, str]) -> None:
     save(agent, "hook_release", "we release on fridays")
     done = hook("user-prompt-submit", {"prompt": "how do we deploy?"}, agent["url"], agent["session_token"],
                 MEMORYD_MCP_SERVER="memory-service")
@@ -56,14 +57,14 @@ def test_the_texts_name_the_tools_under_the_mcp_servers_configured_name(agent):
     assert "Use mcp__memory-service__memory_search() or mcp__memory-service__memory_list()" in context
 
 
-def test_session_start_brings_the_most_recent_memories(agent):
+def test_session_start_brings_the_most_recent_memories(agent: dict[str, str]) -> None:
     save(agent, "hook_recent", "the newest thing")
     done = hook("session-start", {"source": "startup"}, agent["url"], agent["session_token"])
     answer = json.loads(done.stdout)["hookSpecificOutput"]
     assert answer["hookEventName"] == "SessionStart" and '<memory name="hook_recent"' in answer["additionalContext"]
 
 
-def test_the_context_is_capped_at_10000_characters_of_whole_memories(agent):
+def test_the_context_is_capped_at_10000_characters_of_whole_memories(agent: dict[str, str]) -> None:
     for number in range(30):
         save(agent, f"hook_long_{number}", f"longread {number} " + "word " * 95)
     done = hook("user-prompt-submit", {"prompt": "longread"}, agent["url"], agent["session_token"])
@@ -72,7 +73,7 @@ def test_the_context_is_capped_at_10000_characters_of_whole_memories(agent):
     assert "</memories>" in context
 
 
-def test_memoryd_down_or_silent_prints_nothing_and_exits_0(agent):
+def test_memoryd_down_or_silent_prints_nothing_and_exits_0(agent: dict[str, str]) -> None:
     """A silent memoryd is abandoned at the hook's deadline (its wall time is measured in bench/agents)."""
     done = hook("user-prompt-submit", {"prompt": "anything"}, f"http://127.0.0.1:{free_port()}",
                 agent["session_token"])
@@ -85,7 +86,7 @@ def test_memoryd_down_or_silent_prints_nothing_and_exits_0(agent):
     assert (done.returncode, done.stdout) == (0, "")
 
 
-def test_a_bad_token_or_bad_input_still_never_blocks_the_prompt(agent):
+def test_a_bad_token_or_bad_input_still_never_blocks_the_prompt(agent: dict[str, str]) -> None:
     assert hook("user-prompt-submit", {"prompt": "x"}, agent["url"], "mds_nope").stdout == ""
     env = {**os.environ, "MEMORYD_URL": agent["url"], "MEMORYD_SESSION_TOKEN": agent["session_token"]}
     garbled = subprocess.run([sys.executable, "-m", "memoryd", "hook", "claude-code", "user-prompt-submit"],
@@ -96,7 +97,7 @@ def test_a_bad_token_or_bad_input_still_never_blocks_the_prompt(agent):
     assert unknown.returncode == 2 and "usage: memoryd hook claude-code" in unknown.stderr
 
 
-def test_a_prompt_that_earns_a_nudge_carries_it_and_session_start_records_no_turn(live_server):
+def test_a_prompt_that_earns_a_nudge_carries_it_and_session_start_records_no_turn(live_server: LiveServer) -> None:
     fresh = live_server.agent("nudged")
     save(fresh, "hook_style", "tabs, not spaces")
     started = hook("session-start", {}, fresh["url"], fresh["session_token"])

@@ -6,7 +6,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 import httpx
@@ -15,32 +17,40 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult, ReadResourceResult, TextContent, TextResourceContents
 
-from tests.helpers import free_port, until
+from tests.helpers import LiveServer, free_port, present, until
 
 TOOLS = {"memory_save", "memory_get", "memory_search", "memory_list", "memory_delete", "memory_context"}
 
 
 @pytest.fixture(scope="module")
-def agent(live_server):
+def agent(live_server: LiveServer) -> dict[str, str]:
     return live_server.agent("mcp agent")
 
 
-def stdio(live_server, agent, *extra: str, env: dict[str, str] | None = None) -> StdioServerParameters:
+def stdio(live_server: LiveServer, agent: dict[str, str], *extra: str, env: dict[str,
+          str] | None = None) -> StdioServerParameters:
     settings = {"MEMORYD_URL": live_server.base_url, "MEMORYD_SESSION_TOKEN": agent["session_token"]}
     return StdioServerParameters(command=sys.executable, args=["-m", "memoryd", "mcp", *extra],
                                  env={**os.environ, **(env if env is not None else settings)})
 
 
-def run(scenario) -> None:
+def run(scenario: Callable[[], Awaitable[None]]) -> None:
     anyio.run(scenario)
 
 
-def text(result) -> str:
+def resource_text(result: ReadResourceResult) -> str:
+    contents = result.contents[0]
+    assert isinstance(contents, TextResourceContents)
+    return contents.text
+
+
+def text(result: CallToolResult) -> str:
     return "".join(block.text for block in result.content if block.type == "text")
 
 
-def test_the_tools_have_their_names_schemas_and_annotations(live_server, agent):
+def test_the_tools_have_their_names_schemas_and_annotations(live_server: LiveServer, agent: dict[str, str]) -> None:
     async def scenario() -> None:
         async with Client(stdio(live_server, agent)) as client:
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}
@@ -49,15 +59,15 @@ def test_the_tools_have_their_names_schemas_and_annotations(live_server, agent):
             assert set(save.input_schema["required"]) == {"name", "content", "description"}
             assert save.input_schema["properties"]["type"]["anyOf"][0]["enum"] == ["user", "general", "feedback",
                                                                                   "reference"]
-            assert tools["memory_get"].annotations.read_only_hint is True
-            assert tools["memory_search"].annotations.read_only_hint is True
-            assert tools["memory_delete"].annotations.destructive_hint is True
-            assert tools["memory_save"].annotations.read_only_hint is False
+            assert present(tools["memory_get"].annotations).read_only_hint is True
+            assert present(tools["memory_search"].annotations).read_only_hint is True
+            assert present(tools["memory_delete"].annotations).destructive_hint is True
+            assert present(tools["memory_save"].annotations).read_only_hint is False
 
     run(scenario)
 
 
-def test_every_tool_over_stdio_with_refusals_as_tool_errors(live_server, agent):
+def test_every_tool_over_stdio_with_refusals_as_tool_errors(live_server: LiveServer, agent: dict[str, str]) -> None:
     async def scenario() -> None:
         async with Client(stdio(live_server, agent)) as client:
             saved = await client.call_tool("memory_save", {"name": "mcp_style", "content": "tabs, not spaces",
@@ -81,11 +91,11 @@ def test_every_tool_over_stdio_with_refusals_as_tool_errors(live_server, agent):
             missing = await client.call_tool("memory_get", {"name": "nope"})
             assert missing.is_error and "no memory named 'nope'" in text(missing)
             resource = await client.read_resource("memoryd://memories/workstream/mcp_style")
-            assert json.loads(resource.contents[0].text)["content"] == "tabs, not spaces"
-            session = json.loads((await client.read_resource("memoryd://session/current")).contents[0].text)
+            assert json.loads(resource_text(resource))["content"] == "tabs, not spaces"
+            session = json.loads(resource_text(await client.read_resource("memoryd://session/current")))
             assert session["session_id"] == agent["session_id"] and session["in_scope"] >= 1
             prompt = await client.get_prompt("memory_context", {"query": "tabs or spaces"})
-            assert "mcp_style" in prompt.messages[0].content.text
+            assert isinstance(prompt.messages[0].content, TextContent) and "mcp_style" in prompt.messages[0].content.text
             deleted = await client.call_tool("memory_delete", {"name": "mcp_style", "scope": "workstream",
                                                                "expected_version": 1})
             assert not deleted.is_error and text(deleted).startswith("Deleted memory 'mcp_style'")
@@ -93,14 +103,14 @@ def test_every_tool_over_stdio_with_refusals_as_tool_errors(live_server, agent):
     run(scenario)
 
 
-def test_memory_context_is_the_http_turn_for_the_same_session_and_query(live_server, agent):
+def test_memory_context_is_the_http_turn_for_the_same_session_and_query(live_server: LiveServer, agent: dict[str, str]) -> None:
     headers = {"Authorization": f"Bearer {agent['session_token']}"}
     saved = httpx.post(f"{live_server.base_url}/v1/api/sessions/{agent['session_id']}/memory", headers=headers,
                        json={"action": "save", "name": "mcp_deploy", "content": "we deploy with buildkite",
                              "description": "how we deploy", "scope": "workstream"})
     assert saved.json()["ok"]
 
-    async def scenario() -> dict:
+    async def scenario() -> dict[str, Any]:
         async with Client(stdio(live_server, agent)) as client:
             result = await client.call_tool("memory_context", {"query": "how do we deploy"})
             assert not result.is_error
@@ -118,7 +128,7 @@ def test_memory_context_is_the_http_turn_for_the_same_session_and_query(live_ser
     assert context["turn"]["block"] == turn["block"] and context["turn"]["block_sha256"] == turn["block_sha256"]
 
 
-def test_the_single_tool_mode_exposes_the_specs_memory_tool(live_server, agent):
+def test_the_single_tool_mode_exposes_the_specs_memory_tool(live_server: LiveServer, agent: dict[str, str]) -> None:
     async def scenario() -> None:
         async with Client(stdio(live_server, agent, "--single-tool")) as client:
             assert {tool.name for tool in (await client.list_tools()).tools} == {"memory", "memory_context"}
@@ -137,7 +147,7 @@ def test_the_single_tool_mode_exposes_the_specs_memory_tool(live_server, agent):
     run(scenario)
 
 
-def test_a_missing_setting_stops_it_with_a_message_naming_it(live_server):
+def test_a_missing_setting_stops_it_with_a_message_naming_it(live_server: LiveServer) -> None:
     done = subprocess.run([sys.executable, "-m", "memoryd", "mcp"], capture_output=True, text=True, timeout=60,
                           env={key: value for key, value in os.environ.items() if not key.startswith("MEMORYD_")})
     assert done.returncode != 0 and "MEMORYD_SESSION_TOKEN" in done.stderr
@@ -147,7 +157,7 @@ def test_a_missing_setting_stops_it_with_a_message_naming_it(live_server):
 
 
 @pytest.fixture(scope="module")
-def http_server(live_server):
+def http_server(live_server: LiveServer) -> Iterator[str]:
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "memoryd", "mcp", "--http", "--port", str(port)],
                               env={**os.environ, "MEMORYD_URL": live_server.base_url},
@@ -168,7 +178,7 @@ def http_server(live_server):
 
 
 @asynccontextmanager
-async def http_client(url: str, token: str):
+async def http_client(url: str, token: str) -> AsyncIterator[Client]:
     """The official client over streamable HTTP, sending the session's token as a bearer token."""
     async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http, \
             Client(_Transport(streamable_http_client(url, http_client=http))) as client:
@@ -178,24 +188,24 @@ async def http_client(url: str, token: str):
 class _Transport:
     """A transport context ``Client`` can enter (the streamable HTTP one, made with our HTTP client)."""
 
-    def __init__(self, context) -> None:
+    def __init__(self, context: Any) -> None:
         self.context = context
 
-    async def __aenter__(self):
+    async def __aenter__(self) -> Any:
         return await self.context.__aenter__()
 
-    async def __aexit__(self, *exc_info):
+    async def __aexit__(self, *exc_info: Any) -> Any:
         return await self.context.__aexit__(*exc_info)
 
 
-def test_over_streamable_http_each_request_acts_as_its_bearer_tokens_session(http_server, agent):
+def test_over_streamable_http_each_request_acts_as_its_bearer_tokens_session(http_server: str, agent: dict[str, str]) -> None:
     async def scenario() -> None:
         async with http_client(http_server, agent["session_token"]) as client:
             assert {tool.name for tool in (await client.list_tools()).tools} == TOOLS
             saved = await client.call_tool("memory_save", {"name": "http_note", "content": "over http",
                                                            "description": "d", "scope": "workstream"})
             assert not saved.is_error
-            session = json.loads((await client.read_resource("memoryd://session/current")).contents[0].text)
+            session = json.loads(resource_text(await client.read_resource("memoryd://session/current")))
             assert session["session_id"] == agent["session_id"]
 
     run(scenario)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
 from tests.helpers import free_port
 
@@ -22,6 +22,6 @@ def silent_server_url() -> Iterator[str]:
         yield f"http://127.0.0.1:{silent.getsockname()[1]}"
 
 
-def outage(where: str) -> Iterator[str]:
+def outage(where: str) -> AbstractContextManager[str]:
     """The URL of an outage of this kind ("down" or "silent"), as a context manager."""
     return dead_url() if where == "down" else silent_server_url()

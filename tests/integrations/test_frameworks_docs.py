@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.sdk.test_readme_examples import environment
+from tests.helpers import LiveServer, example_environment
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 MODULES = ("memoryd_sdk.integrations.langgraph", "memoryd_sdk.integrations.openai_agents",
@@ -29,14 +30,16 @@ def examples() -> list[tuple[str, str, str]]:
 EXAMPLES = examples()
 
 
-def test_each_integration_has_an_example():
+def test_each_integration_has_an_example() -> None:
     assert [[module in script for _, script, _ in EXAMPLES].count(True) for module in MODULES] == [1, 1, 1]
 
 
 @pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")  # create_react_agent
 @pytest.mark.parametrize(("label", "example", "printed"), EXAMPLES, ids=[label for label, _, _ in EXAMPLES])
-def test_an_example_runs_and_prints_what_its_page_says(live_server, monkeypatch, capsys, label, example, printed):
-    for name, value in environment(live_server, f"frameworks_docs_{label[-1]}").items():
+def test_an_example_runs_and_prints_what_its_page_says(live_server: LiveServer, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str], label: Any, example: Any,
+                                                       printed: Any) -> None:
+    for name, value in example_environment(live_server, f"frameworks_docs_{label[-1]}").items():
         monkeypatch.setenv(name, value)
     exec(compile(example, label, "exec"), {"__name__": "__docs__"})  # noqa: S102 - our own docs
     assert printed, f"{label} is followed by no ```text block of what it prints"

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import create_react_agent
 from memoryd_sdk import AsyncMemorydServer, MemorydConsole, MemorydServer, Session
@@ -57,7 +58,7 @@ def agent_session(live_server: LiveServer) -> Iterator[tuple[Session, MemorydCon
         yield server.session(agent["session_id"], agent["session_token"]), console
 
 
-def test_a_memory_saved_in_one_turn_is_recalled_once_in_the_next(agent_session: tuple[Session, MemorydConsole]):
+def test_a_memory_saved_in_one_turn_is_recalled_once_in_the_next(agent_session: tuple[Session, MemorydConsole]) -> None:
     session, console = agent_session
     model = RecordingModel(messages=iter([
         call("memory_save", "c1", name="code_style", content="tabs, not spaces", description="code style",
@@ -68,7 +69,7 @@ def test_a_memory_saved_in_one_turn_is_recalled_once_in_the_next(agent_session: 
     ]))
     recall = MemorydRecall(session, system=SYSTEM)
     agent = create_react_agent(model, memoryd_tools(session), prompt=recall.prompt, checkpointer=InMemorySaver())
-    thread = {"configurable": {"thread_id": "t1"}}
+    thread: RunnableConfig = {"configurable": {"thread_id": "t1"}}
     agent.invoke({"messages": [("user", "remember: I use tabs")]}, thread)
     agent.invoke({"messages": [("user", "tabs or spaces?")]}, thread)
 
@@ -89,7 +90,7 @@ def test_a_memory_saved_in_one_turn_is_recalled_once_in_the_next(agent_session: 
 
 
 def test_tail_placement_puts_the_block_after_the_user_message_and_replaces_an_old_one(
-        agent_session: tuple[Session, MemorydConsole]):
+        agent_session: tuple[Session, MemorydConsole]) -> None:
     session, _ = agent_session
     session.memory("save", name="deploy", content="we deploy with buildkite", description="deploys",
                    scope="workstream")
@@ -106,7 +107,7 @@ def test_tail_placement_puts_the_block_after_the_user_message_and_replaces_an_ol
     assert [message.id for message in again].count(BLOCK_ID) == 1 and again[4].text == tail.text
 
 
-def test_a_refused_tool_call_reaches_the_model_as_a_tool_error(agent_session: tuple[Session, MemorydConsole]):
+def test_a_refused_tool_call_reaches_the_model_as_a_tool_error(agent_session: tuple[Session, MemorydConsole]) -> None:
     session, _ = agent_session
     model = RecordingModel(messages=iter([call("memory_get", "c1", name="never_saved"), "Nothing there."]))
     create_react_agent(model, memoryd_tools(session), prompt=MemorydRecall(session).prompt).invoke(
@@ -120,12 +121,12 @@ def unreachable(server: MemorydServer) -> Session:
     return server.session("ses_nowhere", "mdt_nothing")
 
 
-def test_the_agent_runs_without_memories_when_memoryd_is_down():
+def test_the_agent_runs_without_memories_when_memoryd_is_down() -> None:
     with MemorydServer(f"http://127.0.0.1:{free_port()}", max_retries=0) as server:
         assert_fails_open(unreachable(server), memoryd_tools(unreachable(server)))
 
 
-def test_the_agent_runs_without_memories_when_memoryd_does_not_answer_in_time():
+def test_the_agent_runs_without_memories_when_memoryd_does_not_answer_in_time() -> None:
     with socket.socket() as silent:  # takes connections, never answers
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
@@ -142,7 +143,7 @@ def assert_fails_open(session: Session, tools: list[Any], timeout: float = 2.0) 
 
 
 def test_an_async_run_recalls_and_saves_through_the_async_session(live_server: LiveServer,
-                                                                   agent_session: tuple[Session, MemorydConsole]):
+                                                                   agent_session: tuple[Session, MemorydConsole]) -> None:
     session, console = agent_session
     session.memory("save", name="editor", content="we use helix", description="editor", scope="workstream")
     model = RecordingModel(messages=iter([

@@ -15,17 +15,17 @@ import asyncio
 import itertools
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp, MatchCondition, PutOp, SearchOp
+from langgraph.store.base import GetOp, InvalidNamespaceError, Item, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 from langgraph.store.memory import InMemoryStore
 from memoryd_sdk import AsyncMemorydServer, MemorydConsole, MemorydServer
 from memoryd_sdk.integrations.langgraph import MemorydStore, StoreLimitError
 
-from tests.helpers import LiveServer
+from tests.helpers import LiveServer, present
 
 LABELS = ["a", "A", "b", "x y", "*", "%", "_", "日本", "é", "'; drop table", "line\n"]
 KEYS = ["k", "K", "k-1", "k 1", "k_1", "ключ", "%_", "*", "a/b", " padded ", "k\n", "quote'\""]
@@ -72,7 +72,7 @@ searches = st.tuples(st.lists(st.sampled_from(LABELS), max_size=2).map(tuple), f
                      ).map(lambda op: SearchOp(*op))
 conditions = st.lists(st.tuples(st.sampled_from(["prefix", "suffix"]),
                                 st.lists(st.sampled_from(LABELS + ["*"]), min_size=1, max_size=2).map(tuple)
-                                ).map(lambda condition: MatchCondition(*condition)), max_size=2)
+                                ).map(lambda condition: MatchCondition(*cast(Any, condition))), max_size=2)
 listings = st.tuples(conditions.map(tuple), st.one_of(st.none(), st.integers(1, 3)), st.integers(1, 6),
                      st.integers(0, 2)).map(lambda op: ListNamespacesOp(*op))
 batches = st.lists(st.lists(st.one_of(puts, puts, gets, searches, listings), min_size=1, max_size=5),
@@ -100,7 +100,7 @@ def expected(reference: InMemoryStore, op: Any) -> Any:
     if isinstance(op, SearchOp):
         return sorted(map(canonical, seen(reference.batch([op._replace(limit=10_000, offset=0)])[0])))
     if isinstance(op, ListNamespacesOp):
-        matching = reference.batch([op._replace(max_depth=None, limit=10_000, offset=0)])[0]
+        matching = cast(list[tuple[str, ...]], reference.batch([op._replace(max_depth=None, limit=10_000, offset=0)])[0])
         holding = {item.namespace for item in reference.search((), limit=10_000)}
         held = sorted({namespace[:op.max_depth] for namespace in matching if namespace in holding})
         return held[op.offset:op.offset + op.limit]
@@ -109,7 +109,7 @@ def expected(reference: InMemoryStore, op: Any) -> Any:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batches=batches)
-def test_random_batches_read_what_the_reference_store_reads(fresh_store: Any, batches: list[list[Any]]):
+def test_random_batches_read_what_the_reference_store_reads(fresh_store: Any, batches: list[list[Any]]) -> None:
     store, reference = fresh_store(), InMemoryStore()
     for batch in batches:
         wanted = [expected(reference, op) for op in batch]
@@ -126,7 +126,7 @@ def test_random_batches_read_what_the_reference_store_reads(fresh_store: Any, ba
                 assert seen(mine) == want, op
 
 
-def test_reads_in_a_batch_see_the_state_before_it_and_the_last_put_wins(fresh_store: Any):
+def test_reads_in_a_batch_see_the_state_before_it_and_the_last_put_wins(fresh_store: Any) -> None:
     store = fresh_store()
     store.put(("docs",), "k", {"v": 1})
     got, _, searched, _, listed = store.batch([
@@ -136,7 +136,7 @@ def test_reads_in_a_batch_see_the_state_before_it_and_the_last_put_wins(fresh_st
     assert store.get(("docs",), "k").value == {"v": 3}
 
 
-def test_a_batch_answers_in_the_order_of_its_operations(fresh_store: Any):
+def test_a_batch_answers_in_the_order_of_its_operations(fresh_store: Any) -> None:
     store = fresh_store()
     store.put(("test", "foo"), "key1", {"data": "value1"})
     store.put(("test", "bar"), "key2", {"data": "value2"})
@@ -148,7 +148,7 @@ def test_a_batch_answers_in_the_order_of_its_operations(fresh_store: Any):
     assert store.get(("test", "bar"), "key3").value == {"data": "value3"}
 
 
-def test_one_batch_is_one_append(live_server: LiveServer, fresh_store: Any):
+def test_one_batch_is_one_append(live_server: LiveServer, fresh_store: Any) -> None:
     store = fresh_store()
     store.put(("docs",), "gone", {"v": 0})
     with MemorydConsole(live_server.base_url, token=live_server.admin_token) as console:
@@ -160,7 +160,7 @@ def test_one_batch_is_one_append(live_server: LiveServer, fresh_store: Any):
     assert len({event.metadata["request_id"] for event in appended}) == 1
 
 
-def test_keys_labels_and_values_round_trip_exactly(fresh_store: Any):
+def test_keys_labels_and_values_round_trip_exactly(fresh_store: Any) -> None:
     store = fresh_store()
     for namespace, key in [(("Users", "ÅSA"), "Key-1"), (("users", "åsa"), "key_1"), (("a b",), " padded\n"),
                            (("%", "_"), "50%_off"), (("日本",), "ключ"), (("quote'\"",), "'; DROP TABLE store; --")]:
@@ -172,7 +172,7 @@ def test_keys_labels_and_values_round_trip_exactly(fresh_store: Any):
     assert len(store.list_namespaces()) == 6
 
 
-def test_filters_with_metacharacters_match_literally(fresh_store: Any):
+def test_filters_with_metacharacters_match_literally(fresh_store: Any) -> None:
     store = fresh_store()
     store.put(("docs",), "a", {"tag": "50%_off", "n": 1})
     store.put(("docs",), "b", {"tag": "50xyoff", "n": 2})
@@ -182,7 +182,7 @@ def test_filters_with_metacharacters_match_literally(fresh_store: Any):
     assert sorted(item.key for item in store.search(("docs",), filter={"n": {"$gte": 2}})) == ["b", "c"]
 
 
-def test_namespace_prefixes_match_whole_labels_and_wildcards_only_in_conditions(fresh_store: Any):
+def test_namespace_prefixes_match_whole_labels_and_wildcards_only_in_conditions(fresh_store: Any) -> None:
     store = fresh_store()
     for namespace in [("a", "b"), ("a", "bc"), ("ab",), ("*", "b")]:
         store.put(namespace, "k", {"v": 1})
@@ -195,7 +195,7 @@ def test_namespace_prefixes_match_whole_labels_and_wildcards_only_in_conditions(
 
 
 @pytest.mark.parametrize("namespace", [(), ("",), ("a.b",), ("langgraph", "x"), ("nul\x00",)])
-def test_invalid_namespaces_are_refused_before_anything_is_sent(fresh_store: Any, namespace: tuple[str, ...]):
+def test_invalid_namespaces_are_refused_before_anything_is_sent(fresh_store: Any, namespace: tuple[str, ...]) -> None:
     store = fresh_store()
     with pytest.raises(InvalidNamespaceError):
         store.put(namespace, "k", {"v": 1})
@@ -203,7 +203,7 @@ def test_invalid_namespaces_are_refused_before_anything_is_sent(fresh_store: Any
         store.batch([PutOp(namespace, "k", {"v": 1})])
 
 
-def test_a_ttl_or_a_vector_index_is_refused_not_dropped(fresh_store: Any):
+def test_a_ttl_or_a_vector_index_is_refused_not_dropped(fresh_store: Any) -> None:
     store = fresh_store()
     with pytest.raises(NotImplementedError, match="TTL"):
         store.put(("docs",), "k", {"v": 1}, ttl=5)
@@ -213,7 +213,7 @@ def test_a_ttl_or_a_vector_index_is_refused_not_dropped(fresh_store: Any):
     assert store.get(("docs",), "k").value == {"v": 1}
 
 
-def test_a_query_ranks_with_memoryds_bm25_and_gives_each_hit_its_score(fresh_store: Any):
+def test_a_query_ranks_with_memoryds_bm25_and_gives_each_hit_its_score(fresh_store: Any) -> None:
     store = fresh_store()
     store.put(("notes",), "deploy", {"text": "we deploy with buildkite, deploy on fridays"})
     store.put(("notes",), "lunch", {"text": "lunch at noon, after the deploy"})
@@ -227,7 +227,7 @@ def test_a_query_ranks_with_memoryds_bm25_and_gives_each_hit_its_score(fresh_sto
 
 
 def test_abatch_over_the_async_client_answers_as_batch(live_server: LiveServer, user: dict[str, str],
-                                                       fresh_store: Any):
+                                                       fresh_store: Any) -> None:
     sync = fresh_store()
 
     async def scenario() -> None:
@@ -236,16 +236,17 @@ def test_abatch_over_the_async_client_answers_as_batch(live_server: LiveServer, 
             await store.aput(("docs",), "k", {"text": "first words"})
             got, _, searched = await store.abatch([GetOp(("docs",), "k"), PutOp(("docs",), "k", {"text": "second"}),
                                                    SearchOp(("docs",), query="first")])
-            assert got.value == {"text": "first words"} and [hit.key for hit in searched] == ["k"]
-            assert (await store.aget(("docs",), "k")).value == {"text": "second"}
+            assert isinstance(got, Item) and isinstance(searched, list)
+            assert got.value == {"text": "first words"} and [cast(Item, hit).key for hit in searched] == ["k"]
+            assert present(await store.aget(("docs",), "k")).value == {"text": "second"}
             assert await store.alist_namespaces() == [("docs",)]
-            assert (await MemorydStore(sync.server, scope=sync.scope, scope_id=sync.scope_id).aget(("docs",), "k")
-                    ).value == {"text": "second"}  # without an async client: batch, in a thread
+            assert present(await MemorydStore(sync.server, scope=sync.scope, scope_id=sync.scope_id).aget(
+                ("docs",), "k")).value == {"text": "second"}  # without an async client: batch, in a thread
 
     asyncio.run(scenario())
 
 
-def test_a_query_search_needs_no_listing_so_a_full_scope_still_answers_it(fresh_store: Any):
+def test_a_query_search_needs_no_listing_so_a_full_scope_still_answers_it(fresh_store: Any) -> None:
     store = fresh_store()
     store.batch([PutOp(("bulk", str(part)), f"k{n}", {"text": f"filler {n}"}) for part in range(2) for n in range(100)])
     store.put(("notes",), "needle", {"text": "the rare word zanzibar"})

@@ -6,13 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import nullcontext
 from typing import Any
 
 import pytest
-from agents import Agent, Model, ModelResponse, RunConfig, Runner, Usage
-from memoryd_sdk import MemorydConsole, MemorydServer
+from agents import Agent, Model, ModelResponse, RunConfig, Runner, Tool, Usage
+from memoryd_sdk import MemorydConsole, MemorydServer, Session
 from memoryd_sdk.integrations.openai_agents import MemorydRecall, memoryd_tools
 from openai.types.responses import (
     Response,
@@ -22,6 +22,7 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 
+from tests.helpers import LiveServer
 from tests.integrations.outages import outage
 
 INSTRUCTIONS = "You are a coding agent."
@@ -38,7 +39,7 @@ class ScriptedModel(Model):
     sent: the instructions and the input items, as the Runner handed them over."""
 
     def __init__(self, *steps: tuple[str, dict[str, Any]] | str) -> None:
-        self.steps, self.calls = list(steps), []
+        self.steps, self.calls = list(steps), list[dict[str, Any]]()
 
     async def get_response(self, system_instructions: str | None, input: str | list[Any], *args: Any,
                            **kwargs: Any) -> ModelResponse:
@@ -63,24 +64,25 @@ class ScriptedModel(Model):
 
 
 @pytest.fixture
-def agent_session(live_server):
+def agent_session(live_server: LiveServer) -> Iterator[Session]:
     agent = live_server.agent("openai agents")
     with MemorydServer(live_server.base_url) as server:
         yield server.session(agent["session_id"], agent["session_token"])
 
 
 def run(model: ScriptedModel, session: Any, user_input: Any, recall: Callable[..., Any]) -> Any:
-    agent = Agent(name="coder", instructions=INSTRUCTIONS, model=model, tools=memoryd_tools(session))
+    agent = Agent(name="coder", instructions=INSTRUCTIONS, model=model, tools=list[Tool](memoryd_tools(session)))
     config = RunConfig(call_model_input_filter=recall, tracing_disabled=True)
     return asyncio.run(Runner.run(agent, user_input, run_config=config))
 
 
-def turns_recorded(live_server, session_id: str) -> int:
+def turns_recorded(live_server: LiveServer, session_id: str) -> int:
     with MemorydConsole(live_server.base_url, token=live_server.admin_token) as console:
         return len(console.session_turns(session_id).receipts)
 
 
-def test_a_memory_saved_in_one_turn_is_in_the_instructions_of_every_step_of_the_next(live_server, agent_session):
+def test_a_memory_saved_in_one_turn_is_in_the_instructions_of_every_step_of_the_next(live_server: LiveServer,
+                                                                                     agent_session: Session) -> None:
     recall = MemorydRecall(agent_session)
     first = ScriptedModel(SAVE, ("memory_search", {"query": "buildkite"}), "Saved.")
     result = run(first, agent_session, "Remember: we deploy with buildkite.", recall)
@@ -97,10 +99,10 @@ def test_a_memory_saved_in_one_turn_is_in_the_instructions_of_every_step_of_the_
     assert recall.last_turn.items[0].name == "deploy_steps"
 
 
-def test_a_streamed_run_gets_the_block_once_on_every_step(live_server, agent_session):
+def test_a_streamed_run_gets_the_block_once_on_every_step(live_server: LiveServer, agent_session: Session) -> None:
     agent_session.memory("save", **SAVE[1])
     model = ScriptedModel(GET, "With buildkite.")
-    agent = Agent(name="coder", instructions=INSTRUCTIONS, model=model, tools=memoryd_tools(agent_session))
+    agent = Agent(name="coder", instructions=INSTRUCTIONS, model=model, tools=list[Tool](memoryd_tools(agent_session)))
     config = RunConfig(call_model_input_filter=MemorydRecall(agent_session), tracing_disabled=True)
 
     async def streamed() -> Any:
@@ -114,7 +116,8 @@ def test_a_streamed_run_gets_the_block_once_on_every_step(live_server, agent_ses
     assert turns_recorded(live_server, agent_session.session_id) == 1
 
 
-def test_the_tail_placement_puts_one_reference_message_after_the_users_in_every_step(live_server, agent_session):
+def test_the_tail_placement_puts_one_reference_message_after_the_users_in_every_step(live_server: LiveServer,
+                                                                                     agent_session: Session) -> None:
     agent_session.memory("save", **SAVE[1])
     model = ScriptedModel(GET, "With buildkite.")
     stale = {"role": "user", "content": "Reference data from memoryd, retrieved for this turn. <memories></memories>"}
@@ -129,7 +132,7 @@ def test_the_tail_placement_puts_one_reference_message_after_the_users_in_every_
     assert turns_recorded(live_server, agent_session.session_id) == 1
 
 
-def test_a_refusal_is_a_tool_output_the_model_reads(agent_session):
+def test_a_refusal_is_a_tool_output_the_model_reads(agent_session: Session) -> None:
     model = ScriptedModel(("memory_save", {**SAVE[1], "scope": "coordinator"}), "Sorry.")
     run(model, agent_session, "Remember how we deploy, for the coordinator.", MemorydRecall(agent_session))
     output = model.calls[1]["input"][-1]
@@ -137,7 +140,7 @@ def test_a_refusal_is_a_tool_output_the_model_reads(agent_session):
     assert output["output"].startswith("Error: ") and "coordinator" in output["output"]
 
 
-def test_the_tools_schemas_name_the_memory_types_and_scopes(agent_session):
+def test_the_tools_schemas_name_the_memory_types_and_scopes(agent_session: Session) -> None:
     tools = {tool.name: tool for tool in memoryd_tools(agent_session)}
     assert set(tools) == {"memory_save", "memory_get", "memory_search", "memory_list", "memory_delete"}
     save = tools["memory_save"].params_json_schema
@@ -146,7 +149,9 @@ def test_the_tools_schemas_name_the_memory_types_and_scopes(agent_session):
 
 
 @pytest.mark.parametrize("where", ["down", "silent", "refusing"])
-def test_memoryd_down_silent_or_refusing_leaves_the_instructions_alone_and_the_run_goes_on(live_server, caplog, where):
+def test_memoryd_down_silent_or_refusing_leaves_the_instructions_alone_and_the_run_goes_on(live_server: LiveServer,
+                                                                                           caplog: pytest.LogCaptureFixture,
+                                                                                           where: str) -> None:
     agent = live_server.agent(f"openai agents {where}")
     token = "mds_revoked" if where == "refusing" else agent["session_token"]  # a 401, which the SDK raises
     with outage(where) if where != "refusing" else nullcontext(live_server.base_url) as url:

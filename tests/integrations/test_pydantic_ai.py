@@ -25,6 +25,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from pydantic_ai.models.test import TestModel
 
+from tests.helpers import LiveServer
 from tests.integrations.outages import outage
 
 INSTRUCTIONS = "You are a coding agent."
@@ -41,7 +42,7 @@ class Script:
     the final text) and records the instructions, the messages and the tools the model was sent."""
 
     def __init__(self, *steps: tuple[str, dict[str, Any]] | str) -> None:
-        self.steps, self.calls = list(steps), []
+        self.steps, self.calls = list(steps), list[dict[str, Any]]()
 
     def respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         self.calls.append({"instructions": info.instructions, "messages": list(messages),
@@ -71,7 +72,7 @@ class Script:
 
 
 @pytest.fixture
-def agent_session(live_server) -> dict[str, str]:
+def agent_session(live_server: LiveServer) -> dict[str, str]:
     return live_server.agent("pydantic ai")
 
 
@@ -84,12 +85,13 @@ def with_session(url: str, agent: dict[str, str], scenario: Callable[[Any], Awai
     return asyncio.run(run())
 
 
-def turns_recorded(live_server, session_id: str) -> int:
+def turns_recorded(live_server: LiveServer, session_id: str) -> int:
     with MemorydConsole(live_server.base_url, token=live_server.admin_token) as console:
         return len(console.session_turns(session_id).receipts)
 
 
-def test_a_memory_saved_in_one_turn_is_in_the_instructions_of_every_step_of_the_next(live_server, agent_session):
+def test_a_memory_saved_in_one_turn_is_in_the_instructions_of_every_step_of_the_next(live_server: LiveServer,
+                                                                                     agent_session: dict[str, str]) -> None:
     first = Script(SAVE, ("memory_search", {"query": "buildkite"}), "Saved.")
     second = Script(GET, ("memory_list", {}), "With buildkite.")
 
@@ -116,7 +118,7 @@ def test_a_memory_saved_in_one_turn_is_in_the_instructions_of_every_step_of_the_
     assert memory.last_turn.items[0].name == "deploy_steps"
 
 
-def test_a_streamed_run_gets_the_block_once_on_every_step(live_server, agent_session):
+def test_a_streamed_run_gets_the_block_once_on_every_step(live_server: LiveServer, agent_session: dict[str, str]) -> None:
     script = Script(GET, "With buildkite.")
 
     async def scenario(session: Any) -> Any:
@@ -131,8 +133,9 @@ def test_a_streamed_run_gets_the_block_once_on_every_step(live_server, agent_ses
     assert turns_recorded(live_server, agent_session["session_id"]) == 1
 
 
-def test_the_tail_placement_adds_one_reference_part_after_the_users_and_never_to_the_history(live_server,
-                                                                                            agent_session):
+def test_the_tail_placement_adds_one_reference_part_after_the_users_and_never_to_the_history(live_server: LiveServer,
+                                                                                            agent_session: dict[str,
+                                                                                            str]) -> None:
     script = Script(GET, "With buildkite.")
 
     async def scenario(session: Any) -> Any:
@@ -154,7 +157,8 @@ def test_the_tail_placement_adds_one_reference_part_after_the_users_and_never_to
     assert turns_recorded(live_server, agent_session["session_id"]) == 1
 
 
-def test_without_its_tools_the_block_comes_without_the_hint_that_names_them(live_server, agent_session):
+def test_without_its_tools_the_block_comes_without_the_hint_that_names_them(live_server: LiveServer, agent_session: dict[str,
+                                                                            str]) -> None:
     script = Script("With buildkite.")
 
     async def scenario(session: Any) -> Any:
@@ -168,7 +172,7 @@ def test_without_its_tools_the_block_comes_without_the_hint_that_names_them(live
     assert script.calls[0]["tools"] == []
 
 
-def test_a_refusal_is_a_failed_tool_result_the_model_reads(live_server, agent_session):
+def test_a_refusal_is_a_failed_tool_result_the_model_reads(live_server: LiveServer, agent_session: dict[str, str]) -> None:
     script = Script(("memory_save", {**SAVE[1], "scope": "coordinator"}), "Sorry.")
 
     async def scenario(session: Any) -> Any:
@@ -181,7 +185,7 @@ def test_a_refusal_is_a_failed_tool_result_the_model_reads(live_server, agent_se
     assert "coordinator" in failure.model_response_str()
 
 
-def test_a_miss_points_the_model_at_this_frameworks_get_tool(live_server, agent_session):
+def test_a_miss_points_the_model_at_this_frameworks_get_tool(live_server: LiveServer, agent_session: dict[str, str]) -> None:
     script = Script(("memory_get", {"name": "deploy_steps"}), "Found it elsewhere.")
 
     async def scenario(session: Any) -> Any:
@@ -195,7 +199,7 @@ def test_a_miss_points_the_model_at_this_frameworks_get_tool(live_server, agent_
     assert "call memory_get(name='deploy_steps', scope='workstream')" in miss.model_response_str()
 
 
-def test_test_model_calls_every_tool_and_the_run_completes(live_server, agent_session):
+def test_test_model_calls_every_tool_and_the_run_completes(live_server: LiveServer, agent_session: dict[str, str]) -> None:
     async def scenario(session: Any) -> Any:
         agent = Agent(TestModel(call_tools=["memory_list", "memory_search"]), capabilities=[MemorydMemory(session)])
         return await agent.run("What do you remember?")
@@ -207,7 +211,9 @@ def test_test_model_calls_every_tool_and_the_run_completes(live_server, agent_se
 
 
 @pytest.mark.parametrize("where", ["down", "silent"])
-def test_memoryd_down_or_silent_leaves_the_instructions_alone_and_the_run_goes_on(agent_session, caplog, where):
+def test_memoryd_down_or_silent_leaves_the_instructions_alone_and_the_run_goes_on(agent_session: dict[str, str],
+                                                                                  caplog: pytest.LogCaptureFixture,
+                                                                                  where: str) -> None:
     script = Script("Fine.")
 
     async def scenario(session: Any) -> Any:

@@ -6,11 +6,11 @@ import os
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.sdk.test_readme_examples import environment
-from tests.sdk.test_scenarios import build_typescript_sdk
+from tests.helpers import LiveServer, build_typescript_sdk, example_environment
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -29,25 +29,26 @@ def examples() -> list[tuple[str, str, str]]:
 EXAMPLES = examples()
 
 
-def test_the_docs_have_an_ai_sdk_example():
+def test_the_docs_have_an_ai_sdk_example() -> None:
     assert EXAMPLES
 
 
-def test_the_ai_sdk_tests_pass_against_a_live_memoryd(live_server):
+def test_the_ai_sdk_tests_pass_against_a_live_memoryd(live_server: LiveServer) -> None:
+    env = {**os.environ, **example_environment(live_server, "aisdk")}
     done = subprocess.run(["node", "--test", "--test-reporter=tap", "test/ai-sdk.test.mjs"], cwd=build_typescript_sdk(),
-                          capture_output=True, text=True, timeout=300, env={**os.environ, **environment(live_server, "aisdk")})
+                          capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
     assert "# skipped 0" in done.stdout, done.stdout  # the live tests ran
 
 
 @pytest.mark.parametrize(("label", "example", "printed"), EXAMPLES, ids=[label for label, _, _ in EXAMPLES])
-def test_the_ai_sdk_example_prints_what_its_page_says(live_server, label, example, printed):
+def test_the_ai_sdk_example_prints_what_its_page_says(live_server: LiveServer, label: Any, example: Any, printed: Any) -> None:
     built = build_typescript_sdk()
     script = built / "scripts" / f".readme-docs-{label.replace('#', '-')}.mjs"  # inside the package, where
     script.write_text(example)  # "@memoryd/sdk" resolves to itself
     try:
         done = subprocess.run(["node", str(script)], cwd=built, capture_output=True, text=True, timeout=120,
-                              env={**os.environ, **environment(live_server, f"aisdk_docs_{label[-1]}")})
+                              env={**os.environ, **example_environment(live_server, f"aisdk_docs_{label[-1]}")})
     finally:
         script.unlink()
     assert done.returncode == 0, f"{label}:\n{done.stdout}\n{done.stderr}"

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import inspect
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from flask import Flask
 from memoryd_sdk import (
     APIConnectionError,
     AsyncMemorydConsole,
@@ -34,14 +36,15 @@ from memoryd_sdk.compat import turnstone
 
 from api.app import create_app
 from api.openapi import build_openapi
-from tests.helpers import free_port, spawn_worker
+from memoryd.app.services import Services
+from tests.helpers import LiveServer, free_port, spawn_worker
 
 SDK = Path(__file__).resolve().parents[2] / "sdk" / "python"
 EMPTY = inspect.Parameter.empty
 KW, POS = inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD
 
 # The reference SDK's memory surface (turnstone 1.8.x): name -> [(parameter, kind, default)]
-REFERENCE = {
+REFERENCE: dict[tuple[str, str], list[tuple[str, Any, Any]]] = {
     ("server", "list_memories"): [("mem_type", KW, ""), ("scope", KW, ""), ("scope_id", KW, ""), ("limit", KW, 100)],
     ("server", "save_memory"): [("name", POS, EMPTY), ("content", POS, EMPTY), ("description", KW, EMPTY),
                                 ("mem_type", KW, "general"), ("scope", KW, "global"), ("scope_id", KW, "")],
@@ -56,7 +59,7 @@ REFERENCE = {
     ("console", "delete_memory"): [("memory_id", POS, EMPTY)],
 }
 # What memoryd adds to them, after the reference's own and keyword-only, so reference calls run unchanged
-EXTENSIONS = {
+EXTENSIONS: dict[tuple[str, str], list[tuple[str, Any, Any]]] = {
     ("console", "list_memories"): [("as_of", KW, None)],
     ("console", "search_memories"): [("as_of", KW, None)],
     ("console", "get_memory"): [("as_of", KW, None)],
@@ -71,7 +74,7 @@ def parameters(function: Any) -> list[tuple[str, Any, Any]]:
 
 
 @pytest.mark.parametrize(("family", "method"), list(REFERENCE))
-def test_the_memory_methods_keep_the_reference_signatures_sync_and_async(family, method):
+def test_the_memory_methods_keep_the_reference_signatures_sync_and_async(family: Any, method: Any) -> None:
     classes = (MemorydServer, AsyncMemorydServer) if family == "server" else (MemorydConsole, AsyncMemorydConsole)
     for cls in classes:
         expected = REFERENCE[(family, method)] + EXTENSIONS.get((family, method), [])
@@ -79,12 +82,12 @@ def test_the_memory_methods_keep_the_reference_signatures_sync_and_async(family,
     assert inspect.iscoroutinefunction(getattr(classes[1], method))
 
 
-def test_the_constructors_take_the_reference_arguments_first():
+def test_the_constructors_take_the_reference_arguments_first() -> None:
     for cls in (MemorydServer, AsyncMemorydServer, MemorydConsole, AsyncMemorydConsole):
         assert parameters(cls.__init__)[:len(CONSTRUCTOR)] == CONSTRUCTOR, cls.__name__
 
 
-def test_the_async_clients_are_the_sync_ones_generated_and_the_turnstone_names_are_bound():
+def test_the_async_clients_are_the_sync_ones_generated_and_the_turnstone_names_are_bound() -> None:
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("make_async", SDK / "tools" / "make_async.py")
@@ -108,23 +111,23 @@ def test_the_async_clients_are_the_sync_ones_generated_and_the_turnstone_names_a
 
 
 @pytest.fixture
-def app(services):
+def app(services: Services) -> Flask:
     return create_app(services)
 
 
 @pytest.fixture
-def tokens(services):
+def tokens(services: Services) -> dict[str, str]:
     directory = services.directory
     user, admin = directory.create_user("alice"), directory.create_user("admin")
     return {"user": directory.create_token(user, ["read", "write"], [])[1], "user_id": user,
             "admin": directory.create_token(admin, ["read", "write", "service"], ["admin.memories"])[1]}
 
 
-def wsgi_client(app, **options):
+def wsgi_client(app: Flask, **options: Any) -> httpx.Client:
     return httpx.Client(transport=httpx.WSGITransport(app=app), base_url="http://memoryd", **options)
 
 
-def test_memories_round_trip_with_models_read_by_key_or_attribute(app, tokens):
+def test_memories_round_trip_with_models_read_by_key_or_attribute(app: Flask, tokens: dict[str, str]) -> None:
     with MemorydServer("http://memoryd", token=tokens["user"], httpx_client=wsgi_client(app)) as server:
         saved = server.save_memory("Deploy Steps", "we deploy with buildkite", description="  how   we deploy ")
         assert saved.name == saved["name"] == "deploy_steps" and saved.description == "how we deploy"
@@ -145,7 +148,7 @@ def test_memories_round_trip_with_models_read_by_key_or_attribute(app, tokens):
             server.save_memory("x", "y", description="d", scope="user", scope_id="someone-else")
 
 
-def test_names_are_percent_encoded(app, tokens):
+def test_names_are_percent_encoded(app: Flask, tokens: dict[str, str]) -> None:
     with MemorydServer("http://memoryd", token=tokens["user"], httpx_client=wsgi_client(app)) as server:
         with pytest.raises(NotFoundError, match="a/b_c"):
             server.get_memory("a/b c")
@@ -154,10 +157,11 @@ def test_names_are_percent_encoded(app, tokens):
 class DropsTheFirstAnswer(httpx.BaseTransport):
     """Lets the first request reach the server (it commits), then loses the answer, as a dropped connection would."""
 
-    def __init__(self, app):
-        self.inner, self.dropped, self.keys = httpx.WSGITransport(app=app), False, []
+    def __init__(self, app: Flask) -> None:
+        self.inner, self.dropped = httpx.WSGITransport(app=app), False
+        self.keys: list[str | None] = []
 
-    def handle_request(self, request):
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
         self.keys.append(request.headers.get("Idempotency-Key"))
         response = self.inner.handle_request(request)
         if not self.dropped:
@@ -166,7 +170,8 @@ class DropsTheFirstAnswer(httpx.BaseTransport):
         return response
 
 
-def test_a_write_retried_after_a_lost_answer_happens_exactly_once(app, tokens, services, monkeypatch):
+def test_a_write_retried_after_a_lost_answer_happens_exactly_once(app: Flask, tokens: dict[str, str], services: Services,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("memoryd_sdk._transport.BACKOFF", 0.0)
     transport = DropsTheFirstAnswer(app)
     client = httpx.Client(transport=transport, base_url="http://memoryd")
@@ -176,12 +181,12 @@ def test_a_write_retried_after_a_lost_answer_happens_exactly_once(app, tokens, s
     assert [event.event_type for event in services.store.iter_all()] == ["memory.save"]
 
 
-def test_retries_honour_retry_after_and_stop_on_a_client_error():
+def test_retries_honour_retry_after_and_stop_on_a_client_error() -> None:
     answers = [httpx.Response(503, json={"error": "busy"}, headers={"Retry-After": "0"}),
                httpx.Response(200, json={"memories": [], "total": 0})]
     seen: list[httpx.Request] = []
 
-    def handler(request):
+    def handler(request: httpx.Request) -> httpx.Response:
         seen.append(request)
         return answers.pop(0) if answers else httpx.Response(400, json={"error": "limit must be an integer"})
 
@@ -214,14 +219,14 @@ def answering(*answers: Answer) -> tuple[list[httpx.Request], httpx.MockTranspor
     return seen, httpx.MockTransport(handler)
 
 
-def test_a_write_whose_key_is_still_in_use_is_retried_with_that_key_until_it_answers():
+def test_a_write_whose_key_is_still_in_use_is_retried_with_that_key_until_it_answers() -> None:
     seen, transport = answering(IN_PROGRESS, IN_PROGRESS, IN_PROGRESS, SAVED)
     with MemorydServer("http://memoryd", token="t", httpx_client=httpx.Client(transport=transport)) as server:
         assert server.save_memory("n", "c", description="d").name == "n"
     assert len(seen) == 4 and len({request.headers["Idempotency-Key"] for request in seen}) == 1
 
 
-def test_only_a_real_conflict_is_a_conflict_error():
+def test_only_a_real_conflict_is_a_conflict_error() -> None:
     seen, transport = answering((409, {"error": "key reused for another request"}, {}))
     with MemorydServer("http://memoryd", token="t", httpx_client=httpx.Client(transport=transport)) as server:
         with pytest.raises(ConflictError):
@@ -235,7 +240,7 @@ def test_only_a_real_conflict_is_a_conflict_error():
     assert not isinstance(raised.value, ConflictError) and raised.value.code == "request_in_progress"
 
 
-def test_an_unavailable_database_is_retried_past_max_retries_within_the_deadline():
+def test_an_unavailable_database_is_retried_past_max_retries_within_the_deadline() -> None:
     seen, transport = answering(*[DATABASE_DOWN] * 5, LISTED)
     with MemorydServer("http://memoryd", token="t", httpx_client=httpx.Client(transport=transport)) as server:
         assert server.list_memories().total == 0
@@ -248,7 +253,7 @@ def test_an_unavailable_database_is_retried_past_max_retries_within_the_deadline
     assert len(seen) == 1
 
 
-def test_the_async_client_retries_a_key_in_use_and_an_unavailable_database_alike():
+def test_the_async_client_retries_a_key_in_use_and_an_unavailable_database_alike() -> None:
     import asyncio
 
     seen, transport = answering(DATABASE_DOWN, IN_PROGRESS, DATABASE_DOWN, SAVED)
@@ -262,11 +267,11 @@ def test_the_async_client_retries_a_key_in_use_and_an_unavailable_database_alike
     assert len(seen) == 4 and len({request.headers["Idempotency-Key"] for request in seen}) == 1
 
 
-def test_reads_after_a_write_carry_its_position_as_x_min_position():
+def test_reads_after_a_write_carry_its_position_as_x_min_position() -> None:
     seen: list[httpx.Request] = []
     memory = {"memory_id": "m", "name": "n", "content": "c", "created": "t", "updated": "t"}
 
-    def handler(request):
+    def handler(request: httpx.Request) -> httpx.Response:
         seen.append(request)
         if request.method == "POST" and request.url.path == "/v1/api/memories":
             return httpx.Response(201, json=memory, headers={"X-Memory-Position": "42"})
@@ -282,14 +287,14 @@ def test_reads_after_a_write_carry_its_position_as_x_min_position():
             assert seen[-1].headers.get("X-Min-Position") == expected
 
 
-def test_the_console_reads_send_as_of_only_when_given():
+def test_the_console_reads_send_as_of_only_when_given() -> None:
     import asyncio
     import datetime as dt
 
     seen: list[httpx.Request] = []
     memory = {"memory_id": "m", "name": "n", "content": "c", "created": "t", "updated": "t", "version": 1}
 
-    def handler(request):
+    def handler(request: httpx.Request) -> httpx.Response:
         seen.append(request)
         if request.url.path.endswith("/m"):
             return httpx.Response(200, json=memory, headers={"X-As-Of-Position": "42"})
@@ -327,7 +332,7 @@ def test_the_console_reads_send_as_of_only_when_given():
 
 
 @pytest.mark.postgres
-def test_a_save_then_a_list_finds_it_while_workers_lag(built_postgres, redis_url):
+def test_a_save_then_a_list_finds_it_while_workers_lag(built_postgres: Callable[..., Services], redis_url: str) -> None:
     services = built_postgres(redis_url, write_wait_ms=0)  # the save answers before its projection
     user = services.directory.create_user("alice")
     token = services.directory.create_token(user, ["read", "write"], [])[1]
@@ -346,7 +351,7 @@ def test_a_save_then_a_list_finds_it_while_workers_lag(built_postgres, redis_url
             worker.wait()
 
 
-def test_a_session_runs_the_tool_turns_signals_and_receipts(app, tokens, services):
+def test_a_session_runs_the_tool_turns_signals_and_receipts(app: Flask, tokens: dict[str, str], services: Services) -> None:
     workstream = services.directory.create_workstream(tokens["user_id"], "ws")
     with MemorydConsole("http://memoryd", token=tokens["admin"], httpx_client=wsgi_client(app)) as console:
         session = console.open_session("interactive", workstream, user_id=tokens["user_id"])
@@ -363,7 +368,8 @@ def test_a_session_runs_the_tool_turns_signals_and_receipts(app, tokens, service
         assert [receipt.turn_id for receipt in console.session_turns(session.session_id).receipts] == ["t1"]
 
 
-def test_a_session_handle_carries_its_token_for_an_mcp_server_or_a_hook(app, tokens, services):
+def test_a_session_handle_carries_its_token_for_an_mcp_server_or_a_hook(app: Flask, tokens: dict[str, str],
+                                                                        services: Services) -> None:
     workstream = services.directory.create_workstream(tokens["user_id"], "ws")
     with MemorydConsole("http://memoryd", token=tokens["admin"], httpx_client=wsgi_client(app)) as console:
         opened = console.open_session("interactive", workstream, user_id=tokens["user_id"])
@@ -373,7 +379,7 @@ def test_a_session_handle_carries_its_token_for_an_mcp_server_or_a_hook(app, tok
         assert console.session(opened.session_id, opened.token).token == opened.token
 
 
-def test_a_turn_and_a_signal_name_the_tools_the_model_sees(app, tokens, services):
+def test_a_turn_and_a_signal_name_the_tools_the_model_sees(app: Flask, tokens: dict[str, str], services: Services) -> None:
     workstream = services.directory.create_workstream(tokens["user_id"], "ws")
     names = {"search": "memory_search", "list": "memory_list"}
     with MemorydConsole("http://memoryd", token=tokens["admin"], httpx_client=wsgi_client(app)) as console:
@@ -384,7 +390,7 @@ def test_a_turn_and_a_signal_name_the_tools_the_model_sees(app, tokens, services
         assert "memory_search()" in session.signal("resume", tool_names=names)[0].text
 
 
-def test_the_sdk_refuses_a_description_only_where_the_openapi_document_does(app, tokens):
+def test_the_sdk_refuses_a_description_only_where_the_openapi_document_does(app: Flask, tokens: dict[str, str]) -> None:
     """One rule, the server's: its document says a description is not blank and has no maximum length."""
     rule = build_openapi()["components"]["schemas"]["SaveMemoryRequest"]["properties"]["description"]
     assert rule["minLength"] == 1 and "maxLength" not in rule
@@ -394,11 +400,11 @@ def test_the_sdk_refuses_a_description_only_where_the_openapi_document_does(app,
             server.save_memory("blank", "c", description=" \n ")
 
 
-def test_a_turn_makes_one_attempt_bounded_by_its_timeout_and_fails_open():
+def test_a_turn_makes_one_attempt_bounded_by_its_timeout_and_fails_open() -> None:
     """The bound is the request's own timeout and no retry (its wall time is in bench/agents)."""
     seen: list[httpx.Request] = []
 
-    def slow(request):
+    def slow(request: httpx.Request) -> httpx.Response:
         seen.append(request)
         raise httpx.ReadTimeout("memoryd took too long", request=request)
 
@@ -409,7 +415,7 @@ def test_a_turn_makes_one_attempt_bounded_by_its_timeout_and_fails_open():
     assert turn.degraded.startswith("memoryd unavailable") and turn.system_message["content"] == "You code."
 
 
-def test_a_turn_fails_open_when_memoryd_is_down():
+def test_a_turn_fails_open_when_memoryd_is_down() -> None:
     with MemorydServer(f"http://127.0.0.1:{free_port()}", token="t", max_retries=0) as server:
         session = server.session("s", "mds_token")
         turn = session.turn([{"role": "user", "content": "hi"}], system="You code.", timeout=0.5)
@@ -419,7 +425,7 @@ def test_a_turn_fails_open_when_memoryd_is_down():
             session.turn(query="hi", timeout=0.5, fail_open=False)
 
 
-def test_the_async_clients_do_the_same_against_a_live_server(live_server):
+def test_the_async_clients_do_the_same_against_a_live_server(live_server: LiveServer) -> None:
     import asyncio
 
     caller = live_server.caller("async_sdk")
@@ -438,7 +444,7 @@ def test_the_async_clients_do_the_same_against_a_live_server(live_server):
     asyncio.run(scenario())
 
 
-def test_a_turn_fails_open_on_any_server_side_status_but_not_on_a_bad_request():
+def test_a_turn_fails_open_on_any_server_side_status_but_not_on_a_bad_request() -> None:
     answers = iter([httpx.Response(503, json={"error": "the read model has not caught up"}),
                     httpx.Response(500, json={"error": "Memory storage unavailable"}),
                     httpx.Response(400, json={"error": "placement must be one of system, tail, none"})])

@@ -6,10 +6,11 @@ import os
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.sdk.test_scenarios import build_typescript_sdk
+from tests.helpers import LiveServer, build_typescript_sdk, example_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON_READMES = [ROOT / "docs" / "sdks-mcp-hooks.md", ROOT / "sdk" / "python" / "README.md"]
@@ -22,37 +23,32 @@ def blocks(paths: list[Path], language: str, needle: str) -> list[tuple[str, str
             if needle in block]
 
 
-def environment(live_server, name: str) -> dict[str, str]:
-    caller = live_server.caller(name)
-    return {"MEMORYD_URL": live_server.base_url, "MEMORYD_TOKEN": caller["token"],
-            "MEMORYD_ADMIN_TOKEN": live_server.admin_token, "MEMORYD_USER_ID": caller["user_id"]}
-
-
 PYTHON_EXAMPLES = blocks(PYTHON_READMES, "python", "memoryd_sdk")
 TYPESCRIPT_EXAMPLES = blocks(TYPESCRIPT_READMES, "js", "@memoryd/sdk")
 
 
-def test_there_are_examples_in_every_readme():
+def test_there_are_examples_in_every_readme() -> None:
     assert {label.split("#")[0] for label, _ in PYTHON_EXAMPLES} == {"docs/sdks-mcp-hooks.md", "sdk/python/README.md"}
     assert {label.split("#")[0] for label, _ in TYPESCRIPT_EXAMPLES} == {"docs/sdks-mcp-hooks.md", "sdk/typescript/README.md"}
 
 
 @pytest.mark.parametrize(("label", "example"), PYTHON_EXAMPLES, ids=[label for label, _ in PYTHON_EXAMPLES])
-def test_a_python_example_runs(live_server, monkeypatch, capsys, label, example):
-    for name, value in environment(live_server, f"readme_py_{len(label)}_{label[-1]}").items():
+def test_a_python_example_runs(live_server: LiveServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                               label: Any, example: Any) -> None:
+    for name, value in example_environment(live_server, f"readme_py_{len(label)}_{label[-1]}").items():
         monkeypatch.setenv(name, value)
     exec(compile(example, label, "exec"), {})  # noqa: S102 - our own README
     assert "deploy_steps" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("label", "example"), TYPESCRIPT_EXAMPLES, ids=[label for label, _ in TYPESCRIPT_EXAMPLES])
-def test_a_typescript_example_runs(live_server, tmp_path, label, example):
+def test_a_typescript_example_runs(live_server: LiveServer, tmp_path: Path, label: Any, example: Any) -> None:
     built = build_typescript_sdk()
     script = built / "scripts" / f".readme-{label.replace('/', '-').replace('#', '-')}.mjs"  # inside the package:
     script.write_text(example)  # "@memoryd/sdk" resolves to itself there
     try:
         done = subprocess.run(["node", str(script)], cwd=built, capture_output=True, text=True, timeout=120,
-                              env={**os.environ, **environment(live_server, f"readme_ts_{len(label)}_{label[-1]}")})
+                              env={**os.environ, **example_environment(live_server, f"readme_ts_{len(label)}_{label[-1]}")})
     finally:
         script.unlink()
     assert done.returncode == 0, f"{label}:\n{done.stdout}\n{done.stderr}"

@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import httpx
-import pytest
 from memoryd_sdk import MemorydConsole, MemorydServer
 
 from api.openapi import build_openapi
+from tests.helpers import LiveServer, build_typescript_sdk
 from tests.sdk import scenarios
-
-TYPESCRIPT = Path(__file__).resolve().parents[2] / "sdk" / "typescript"
-UNDER_CI = os.environ.get("CI", "").lower() == "true"
 
 
 def operations() -> set[tuple[str, str]]:
@@ -33,7 +28,7 @@ def covered(requests: list[tuple[str, str]]) -> set[tuple[str, str]]:
             if method == sent_method and pattern.match(sent_path)}
 
 
-def python_run(live_server) -> tuple[list[str], list[tuple[str, str]]]:
+def python_run(live_server: LiveServer) -> tuple[list[str], list[tuple[str, str]]]:
     caller = live_server.caller("py")
     sent: list[tuple[str, str]] = []
     hooks = {"request": [lambda request: sent.append((request.method, request.url.path))]}
@@ -46,7 +41,7 @@ def python_run(live_server) -> tuple[list[str], list[tuple[str, str]]]:
     return failures, sent
 
 
-def typescript_run(live_server, built: Path) -> tuple[list[str], list[tuple[str, str]]]:
+def typescript_run(live_server: LiveServer, built: Path) -> tuple[list[str], list[tuple[str, str]]]:
     caller = live_server.caller("ts")
     context = {"base_url": live_server.base_url, "admin_token": live_server.admin_token, "run": "ts",
                "long_description": scenarios.LONG_DESCRIPTION, **caller}
@@ -58,33 +53,7 @@ def typescript_run(live_server, built: Path) -> tuple[list[str], list[tuple[str,
     return report["failures"], [tuple(request) for request in report["requests"]]
 
 
-def node_toolchain() -> str | None:
-    """Why the TypeScript suite cannot run here, or None if node and npm are installed."""
-    missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
-    return f"{' and '.join(missing)} not installed" if missing else None
-
-
-def build_typescript_sdk() -> Path:
-    """``npm ci`` and the build, once per test run however many workers ask (they wait on a lock)."""
-    problem = node_toolchain()
-    if problem:
-        if UNDER_CI:
-            pytest.fail(f"the TypeScript SDK suite must run under CI=true: {problem}", pytrace=False)
-        pytest.skip(problem)
-    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID", str(os.getpid()))
-    stamp = TYPESCRIPT / "dist" / ".built-by"
-    with open(TYPESCRIPT / ".build.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if stamp.exists() and stamp.read_text() == run_id:
-            return TYPESCRIPT
-        for command in (["npm", "ci", "--no-audit", "--no-fund"], ["npm", "run", "build"]):
-            done = subprocess.run(command, cwd=TYPESCRIPT, capture_output=True, text=True, timeout=600)
-            assert done.returncode == 0, f"{' '.join(command)} failed:\n{done.stdout}\n{done.stderr}"
-        stamp.write_text(run_id)
-    return TYPESCRIPT
-
-
-def test_both_sdks_pass_every_scenario_on_one_server_and_each_covers_every_route(live_server):
+def test_both_sdks_pass_every_scenario_on_one_server_and_each_covers_every_route(live_server: LiveServer) -> None:
     failures, sent = python_run(live_server)
     assert failures == []
     assert operations() - covered(sent) == set(), "routes the Python SDK never called"
@@ -93,12 +62,12 @@ def test_both_sdks_pass_every_scenario_on_one_server_and_each_covers_every_route
     assert operations() - covered(sent) == set(), "routes the TypeScript SDK never called"
 
 
-def test_the_typescript_sdk_unit_tests_pass():
+def test_the_typescript_sdk_unit_tests_pass() -> None:
     done = subprocess.run(["npm", "test"], cwd=build_typescript_sdk(), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
 
 
-def test_npm_pack_makes_a_package_that_installs_and_loads_both_ways(tmp_path):
+def test_npm_pack_makes_a_package_that_installs_and_loads_both_ways(tmp_path: Path) -> None:
     built = build_typescript_sdk()
     packed = subprocess.run(["npm", "pack", "--pack-destination", str(tmp_path)], cwd=built, capture_output=True,
                             text=True, timeout=300)

@@ -6,46 +6,23 @@ import dataclasses
 import math
 import random
 import sys
-import threading
-from itertools import count
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
-from commands.model import DeleteMemory, SaveMemory
 from events.types import (
-    EventMetadata,
     MemoryDeleted,
     MemorySaved,
     MemoryUpdated,
-    RecordedEvent,
 )
-from memoryd.domain import Memory, Namespace
+from memoryd.domain import Memory
 from projections.filters import MemoryFilter, ScopePattern
-from projections.search import Analyzer, SearchIndex, SnapshotFormatError, Tuning
+from projections.search import Analyzer, SearchIndex
 from projections.search.ranking import K1, B, idf
-
-WORDS = [f"w{index}" for index in range(40)]
-GLOBAL = MemoryFilter(scopes=(ScopePattern("global"),))
-_positions = count(1)
-
-
-def memory(name: str, content: str, scope: str = "global", scope_id: str = "", memory_type: str = "general",
-           updated: str = "2026-01-01T00:00:00", description: str = "d") -> Memory:
-    return Memory(f"id-{scope}-{scope_id}-{name}", name, description, memory_type, scope, scope_id, content,
-                  "2026-01-01T00:00:00", updated)
-
-
-def recorded(event) -> RecordedEvent:
-    return RecordedEvent(next(_positions), "s", 1, event.event_type, 1, event.payload(), {}, "")
-
-
-def index_of(memories: list[Memory]) -> SearchIndex:
-    index = SearchIndex()
-    index.apply_all(recorded(MemorySaved(m)) for m in memories)
-    return index
+from tests.helpers import CALLERS, GLOBAL_FILTER, SPACES, TINY, WORDS, answers, index_of, memory, recorded, tiny_segments
 
 
 def oracle(memories: list[Memory], query: str, analyzer: Analyzer | None = None) -> dict[str, float]:
@@ -64,7 +41,7 @@ def oracle(memories: list[Memory], query: str, analyzer: Analyzer | None = None)
 
 
 def answer_with(index: SearchIndex, where: MemoryFilter, query: str, limit: int,
-                **settings: float) -> list[tuple[str, float]]:
+                **settings: Any) -> list[tuple[str, float]]:
     """The answer with the index's pruning tuned by ``settings`` for this search."""
     saved = index.tuning
     index.tuning = dataclasses.replace(saved, **settings)
@@ -88,12 +65,12 @@ queries = st.lists(st.sampled_from(WORDS + ["absent"]), min_size=1, max_size=12)
 
 @settings(max_examples=150, deadline=None)
 @given(corpus=corpora, query=queries, limit=st.integers(1, 50))
-def test_scores_and_top_k_equal_rank_bm25_with_lucene_idf(corpus, query, limit):
+def test_scores_and_top_k_equal_rank_bm25_with_lucene_idf(corpus: Any, query: Any, limit: Any) -> None:
     memories = [memory(f"m{i}", text) for i, text in enumerate(corpus)]
     expected = oracle(memories, query)
     index = index_of(memories)
-    hits = index.search(GLOBAL, query, limit)
-    assert answer_with(index, GLOBAL, query, limit, **EAGER) == [(h.memory_id, h.score) for h in hits]
+    hits = index.search(GLOBAL_FILTER, query, limit)
+    assert answer_with(index, GLOBAL_FILTER, query, limit, **EAGER) == [(h.memory_id, h.score) for h in hits]
     assert len(hits) == min(limit, len(expected))
     for hit in hits:
         assert hit.score == pytest.approx(expected[hit.memory_id], abs=1e-6)
@@ -105,7 +82,7 @@ def test_scores_and_top_k_equal_rank_bm25_with_lucene_idf(corpus, query, limit):
 
 @settings(max_examples=60, deadline=None)
 @given(mine=corpora, others=corpora, query=queries)
-def test_memories_the_caller_cannot_see_change_none_of_the_callers_scores(mine, others, query):
+def test_memories_the_caller_cannot_see_change_none_of_the_callers_scores(mine: Any, others: Any, query: Any) -> None:
     own = [memory(f"m{i}", text, "user", "alice") for i, text in enumerate(mine)]
     foreign = [memory(f"o{i}", text, "user", "bob") for i, text in enumerate(others)]
     alone, crowded = index_of(own), index_of(own + foreign)
@@ -114,7 +91,7 @@ def test_memories_the_caller_cannot_see_change_none_of_the_callers_scores(mine, 
         [(h.memory_id, h.score) for h in crowded.search(visible, query, 50)]
 
 
-def test_words_of_equal_weight_add_up_in_the_querys_order_whatever_else_the_index_holds():
+def test_words_of_equal_weight_add_up_in_the_querys_order_whatever_else_the_index_holds() -> None:
     # w1 and w4 weigh the same for alice; bob's memories make w1 commoner index-wide. Summed in
     # another order, m0's score differed in its last bit between the two indexes.
     own = [memory(f"m{i}", text, "user", "alice") for i, text in enumerate(["w2 w3 w4 w3 w1 w4 w0", "w3 w0", "w4 w2"])]
@@ -126,20 +103,20 @@ def test_words_of_equal_weight_add_up_in_the_querys_order_whatever_else_the_inde
         [(h.memory_id, h.score) for h in crowded.search(visible, "w5 w2 w1 w4 w0", 50)]
 
 
-def test_a_query_none_of_whose_words_occur_returns_nothing():
-    assert index_of([memory("a", "alpha beta")]).search(GLOBAL, "gamma delta", 10) == []
+def test_a_query_none_of_whose_words_occur_returns_nothing() -> None:
+    assert index_of([memory("a", "alpha beta")]).search(GLOBAL_FILTER, "gamma delta", 10) == []
 
 
-def test_equal_scores_are_ordered_newest_first_then_by_memory_id():
+def test_equal_scores_are_ordered_newest_first_then_by_memory_id() -> None:
     memories = [memory("b1", "shared words", updated="2026-01-01T00:00:01"), memory("a1", "shared words"),
                 memory("c1", "shared words"), memory("d1", "shared words", updated="2026-01-01T00:00:02")]
-    assert [h.memory_id for h in index_of(memories).search(GLOBAL, "shared", 10)] == [
+    assert [h.memory_id for h in index_of(memories).search(GLOBAL_FILTER, "shared", 10)] == [
         "id-global--d1", "id-global--b1", "id-global--a1", "id-global--c1"]
 
 
-def test_updates_and_deletes_are_seen_by_the_next_query_and_match_a_fresh_index():
+def test_updates_and_deletes_are_seen_by_the_next_query_and_match_a_fresh_index() -> None:
     rng = random.Random(5)
-    index, live = SearchIndex(), {}
+    index, live = SearchIndex(), dict[str, Memory]()
     for step in range(3_000):  # enough to merge deltas into segments many times
         name = f"m{rng.randrange(400)}"
         action = rng.random()
@@ -153,20 +130,21 @@ def test_updates_and_deletes_are_seen_by_the_next_query_and_match_a_fresh_index(
         if step % 500 == 0:
             query = " ".join(rng.sample(WORDS, 4))
             fresh = index_of(list(live.values()))
-            assert [(h.memory_id, round(h.score, 9)) for h in index.search(GLOBAL, query, 20)] == \
-                [(h.memory_id, round(h.score, 9)) for h in fresh.search(GLOBAL, query, 20)]
+            assert [(h.memory_id, round(h.score, 9)) for h in index.search(GLOBAL_FILTER, query, 20)] == \
+                [(h.memory_id, round(h.score, 9)) for h in fresh.search(GLOBAL_FILTER, query, 20)]
     assert len(index) == len(live)
 
 
-def test_the_type_filter_searches_and_scores_only_that_type():
+def test_the_type_filter_searches_and_scores_only_that_type() -> None:
     memories = [memory("a", "alpha", memory_type="feedback"), memory("b", "alpha alpha", memory_type="user"),
                 memory("c", "beta", memory_type="feedback")]
     hits = index_of(memories).search(MemoryFilter(type="feedback", scopes=None), "alpha", 10)
     feedback = [m for m in memories if m.type == "feedback"]
-    assert [(h.memory_id, pytest.approx(h.score)) for h in hits] == list(oracle(feedback, "alpha").items())
+    approximately: list[tuple[str, Any]] = [(h.memory_id, pytest.approx(h.score)) for h in hits]
+    assert approximately == list(oracle(feedback, "alpha").items())
 
 
-def test_an_event_applied_twice_changes_nothing():
+def test_an_event_applied_twice_changes_nothing() -> None:
     index = SearchIndex()
     event = recorded(MemorySaved(memory("a", "alpha")))
     index.apply(event)
@@ -174,78 +152,12 @@ def test_an_event_applied_twice_changes_nothing():
     assert len(index) == 1 and index.position == event.position
 
 
-def test_search_over_http_uses_the_index_and_sees_each_write_at_once(alice):
-    alice.save("deploy_notes", "we deploy with buildkite every friday")
-    assert [m["name"] for m in alice.post("/v1/api/memories/search", json={"query": "buildkite"}).json["memories"]] == [
-        "deploy_notes"]
-    alice.save("deploy_notes", "we deploy with github actions now")
-    assert alice.post("/v1/api/memories/search", json={"query": "buildkite"}).json["memories"] == []
-    alice.delete("/v1/api/memories/deploy_notes")
-    assert alice.post("/v1/api/memories/search", json={"query": "github"}).json["memories"] == []
-
-
-def test_a_rebuild_while_writes_continue_swaps_in_with_no_failed_or_empty_reads(services):
-    namespace = Namespace("global", "")
-    for index in range(300):
-        services.bus.handle(SaveMemory(f"note_{index}", f"common word{index}", "d", None, namespace), EventMetadata())
-    services.search.catch_up()
-    stop, failures, results = threading.Event(), [], []
-
-    def read() -> None:
-        while not stop.is_set():
-            try:
-                results.append(len(services.search.search(GLOBAL, "common", 50)))
-            except Exception as error:  # any failure is what this test looks for
-                failures.append(error)
-
-    def write() -> None:
-        for index in range(300, 400):
-            services.bus.handle(SaveMemory(f"note_{index}", f"common word{index}", "d", None, namespace), EventMetadata())
-
-    readers = [threading.Thread(target=read) for _ in range(2)]
-    writer = threading.Thread(target=write)
-    for thread in [*readers, writer]:
-        thread.start()
-    before = services.search.catch_up()
-    rebuilt = services.search.rebuild()
-    writer.join()
-    stop.set()
-    for thread in readers:
-        thread.join()
-    assert not failures
-    assert results and min(results) == 50  # never an empty or partial answer
-    assert rebuilt is not before and services.search.catch_up() is rebuilt
-    assert len(rebuilt) == 400
-    services.bus.handle(DeleteMemory("note_0", namespace), EventMetadata())
-    assert len(services.search.catch_up()) == 399
-
-
 # -- the segment machinery: tiny thresholds so a short run freezes and merges many times -----------
 
-CALLERS = [GLOBAL, MemoryFilter(scopes=None), MemoryFilter(scopes=(ScopePattern("user", "alice"),)),
-           MemoryFilter(scopes=(ScopePattern("global"), ScopePattern("user", "bob"))),
-           MemoryFilter(scopes=(ScopePattern("user"),)), MemoryFilter(type="feedback", scopes=None),
-           MemoryFilter(type="user", scopes=(ScopePattern("user", "carol"), ScopePattern("global")))]
-SPACES = [("global", ""), ("user", "alice"), ("user", "bob"), ("user", "carol")]
-
-
-TINY = Tuning(freeze_postings=60, tier_base=4, fanout=2)  # freeze every ~60 postings, merge pairs
-
-
-def tiny_segments(pack_limit: int = TINY.pack_limit) -> SearchIndex:
-    """An index of tiny parts whose merges are slow enough (2 ms) for writes to land mid-build."""
-    return SearchIndex(tuning=dataclasses.replace(TINY, pack_limit=pack_limit),
-                       merge_built=lambda: threading.Event().wait(0.002))
-
-
-def answers(index: SearchIndex, query: str) -> list[list[tuple[str, float]]]:
-    return [[(h.memory_id, round(h.score, 9)) for h in index.search(where, query, 15)] for where in CALLERS]
-
-
 @pytest.mark.parametrize("pack_limit", [1 << 47, 0], ids=["packed-sort", "argsort"])
-def test_background_merges_with_writes_landing_mid_merge_match_a_fresh_index(pack_limit):
+def test_background_merges_with_writes_landing_mid_merge_match_a_fresh_index(pack_limit: Any) -> None:
     rng = random.Random(11)
-    index, live = tiny_segments(pack_limit), {}
+    index, live = tiny_segments(pack_limit), dict[tuple[str, str, str], Memory]()
     for step in range(2_500):
         scope, scope_id = rng.choice(SPACES)
         name = f"m{rng.randrange(120)}"
@@ -269,7 +181,7 @@ def test_background_merges_with_writes_landing_mid_merge_match_a_fresh_index(pac
     assert answers(restored, query) == answers(index, query) and restored.position == index.position
 
 
-def test_merges_keep_the_parts_few_and_reuse_the_slots_of_removed_memories():
+def test_merges_keep_the_parts_few_and_reuse_the_slots_of_removed_memories() -> None:
     index = tiny_segments()
     for version in range(60):  # 40 memories, each replaced 60 times: 2,400 versions
         for number in range(40):
@@ -280,33 +192,12 @@ def test_merges_keep_the_parts_few_and_reuse_the_slots_of_removed_memories():
     assert shape.memories == 40
     assert shape.slots <= 160, shape  # replaced versions' slots are reused once a merge drops them
     assert shape.parts <= 12, shape  # tiers of FANOUT segments, not one part per freeze
-    assert [h.memory_id for h in index.search(GLOBAL, "w59 w7", 1)] == ["id-global--m7"]
-
-
-def test_a_snapshot_from_another_index_version_is_refused_and_the_log_rebuilds_it(services, sqlite_url):
-    import io
-
-    import numpy as np
-
-    from memoryd.bootstrap import build_services
-    from memoryd.config import Config, SearchSettings, StorageSettings
-    from memoryd.schema import search_snapshots
-
-    old = io.BytesIO()
-    np.savez(old, position=np.array([5], np.int64))  # the first layout had no "format" entry
-    with pytest.raises(SnapshotFormatError):
-        SearchIndex.from_bytes(old.getvalue())
-    saved = services.bus.handle(SaveMemory("deploy_notes", "buildkite", "d", None, Namespace("global", "")),
-                                EventMetadata())
-    with services.store.database.write() as conn:
-        conn.execute(search_snapshots.insert().values(position=1, created="2026-01-01T00:00:00", data=old.getvalue()))
-    later = build_services(Config(storage=StorageSettings(database_url=sqlite_url), search=SearchSettings()))
-    assert [h.memory_id for h in later.search.search(GLOBAL, "buildkite", 5)] == [saved.memory.memory_id]
+    assert [h.memory_id for h in index.search(GLOBAL_FILTER, "w59 w7", 1)] == ["id-global--m7"]
 
 
 @pytest.mark.parametrize("gathering", [FLAT, TERM_BY_TERM], ids=["flat", "term-by-term"])
 @pytest.mark.parametrize("removals", [6, 900], ids=["few-tombstones-score-zero", "many-tombstones-filtered"])
-def test_tombstones_in_a_big_segment_score_exactly_as_a_fresh_index(removals, gathering):
+def test_tombstones_in_a_big_segment_score_exactly_as_a_fresh_index(removals: int, gathering: Any) -> None:
     rng = random.Random(removals)
     live = {}
     for number in range(2_000):
@@ -348,7 +239,8 @@ zipf_words = st.floats(0, 1, exclude_max=True).map(zipf_word)
                       min_size=20, max_size=120),
        query=st.lists(zipf_words, min_size=1, max_size=10).map(" ".join), limit=st.integers(1, 12),
        caller=st.sampled_from(CALLERS), seed=st.integers(0, 1_000))
-def test_pruned_search_answers_exactly_as_scoring_every_posting(texts, query, limit, caller, seed):
+def test_pruned_search_answers_exactly_as_scoring_every_posting(texts: Any, query: Any, limit: Any, caller: Any,
+                                                                seed: Any) -> None:
     rng = random.Random(seed)
     memories = [memory(f"m{number}", text, *rng.choice(SPACES), rng.choice(["user", "general", "feedback"]),
                        updated=f"2026-01-01T00:00:0{rng.randrange(3)}")  # many ties at the cut
@@ -365,9 +257,9 @@ def test_pruned_search_answers_exactly_as_scoring_every_posting(texts, query, li
     assert answer_with(index, caller, query, limit, **UNPRUNED, **TERM_BY_TERM) == expected
 
 
-def test_pruning_runs_across_many_parts_and_changes_no_answer():
+def test_pruning_runs_across_many_parts_and_changes_no_answer() -> None:
     rng = random.Random(3)
-    index, live = SearchIndex(tuning=TINY), {}
+    index, live = SearchIndex(tuning=TINY), dict[tuple[str, str, str], Memory]()
     for step in range(3_000):
         index.wait_for_merges()  # each write after the merges before it: the parts come out the same every run
         scope, scope_id = rng.choice(SPACES)
@@ -393,7 +285,7 @@ def test_pruning_runs_across_many_parts_and_changes_no_answer():
     assert index.shape().lookups  # the common words were looked up for candidates only, not scored everywhere
 
 
-def test_the_memory_report_counts_each_memory_id_once():
+def test_the_memory_report_counts_each_memory_id_once() -> None:
     """The id -> slot map's keys are the very strings the index keeps by slot: reported once, not twice."""
     memories = [memory(f"n{number}", "alpha beta") for number in range(2_000)]
     index = index_of(memories)
@@ -404,14 +296,14 @@ def test_the_memory_report_counts_each_memory_id_once():
     assert ids == containers + strings
 
 
-def test_updated_times_in_another_format_break_ties_as_written_and_survive_a_snapshot():
+def test_updated_times_in_another_format_break_ties_as_written_and_survive_a_snapshot() -> None:
     """``updated`` is kept as its recency key; a time the key cannot give back is kept as it is."""
     memories = [memory("x1", "alpha", updated="2026-01-01T00:00:00"), memory("x2", "alpha", updated="2026-01-01T00:00:00.5"),
                 memory("x3", "alpha", updated="2025-12-31T23:59:59"), memory("x4", "alpha", updated="2026-01-01T00:00:00")]
     index = index_of(memories)
     expected = ["id-global--x2", "id-global--x1", "id-global--x4", "id-global--x3"]
-    assert [h.memory_id for h in index.search(GLOBAL, "alpha", 10)] == expected
+    assert [h.memory_id for h in index.search(GLOBAL_FILTER, "alpha", 10)] == expected
     restored = SearchIndex.from_bytes(index.to_bytes())
-    assert [h.memory_id for h in restored.search(GLOBAL, "alpha", 10)] == expected
+    assert [h.memory_id for h in restored.search(GLOBAL_FILTER, "alpha", 10)] == expected
     assert restored.state.updated_of(restored.state.slot_of["id-global--x2"]) == "2026-01-01T00:00:00.5"
     assert restored.state.updated_of(restored.state.slot_of["id-global--x3"]) == "2025-12-31T23:59:59"

@@ -1,18 +1,20 @@
 """config.toml and environment overrides."""
 
+from pathlib import Path
+
 import pytest
 
 from memoryd.config import Config, load_config
 from memoryd.errors import ConfigError
 
 
-def _write(tmp_path, text):
+def _write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "config.toml"
     path.write_text(text)
     return path
 
 
-def test_every_key_is_optional_and_the_defaults_are_the_specs(tmp_path):
+def test_every_key_is_optional_and_the_defaults_are_the_specs(tmp_path: Path) -> None:
     config = load_config(_write(tmp_path, ""), environ={})
     assert config.memory == Config().memory
     assert (config.memory.relevance_k, config.memory.fetch_limit, config.memory.max_content) == (5, 50, 32768)
@@ -20,7 +22,7 @@ def test_every_key_is_optional_and_the_defaults_are_the_specs(tmp_path):
     assert config.storage.database_url.startswith("sqlite:///")
 
 
-def test_values_come_from_the_file(tmp_path):
+def test_values_come_from_the_file(tmp_path: Path) -> None:
     path = _write(tmp_path, """
 [memory]
 relevance_k = 7
@@ -35,7 +37,7 @@ database_url = "sqlite:///elsewhere.db"
     assert config.storage.database_url == "sqlite:///elsewhere.db"
 
 
-def test_the_environment_beats_the_file_and_can_name_the_file(tmp_path):
+def test_the_environment_beats_the_file_and_can_name_the_file(tmp_path: Path) -> None:
     path = _write(tmp_path, "[server]\nport = 9000\n[storage]\ndatabase_url = 'sqlite:///file.db'\n")
     config = load_config(environ={"MEMORYD_CONFIG": str(path), "MEMORYD_PORT": "9100",
                                   "MEMORYD_DATABASE_URL": "sqlite:///env.db"})
@@ -43,7 +45,7 @@ def test_the_environment_beats_the_file_and_can_name_the_file(tmp_path):
     assert config.storage.database_url == "sqlite:///env.db"
 
 
-def test_the_default_database_follows_xdg_data_home():
+def test_the_default_database_follows_xdg_data_home() -> None:
     config = load_config(environ={"XDG_DATA_HOME": "/srv/data"})
     assert config.storage.database_url == "sqlite:////srv/data/memoryd/memoryd.db"
 
@@ -60,17 +62,17 @@ def test_the_default_database_follows_xdg_data_home():
     ("[memory]\nrelevance = 3", "memory.relevance"),
     ("[cache]\nsize = 3", "cache"),
 ])
-def test_an_invalid_value_stops_start_up_naming_the_key(tmp_path, text, key):
+def test_an_invalid_value_stops_start_up_naming_the_key(tmp_path: Path, text: str, key: str) -> None:
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         load_config(_write(tmp_path, text), environ={})
 
 
-def test_an_invalid_environment_value_names_the_variable():
+def test_an_invalid_environment_value_names_the_variable() -> None:
     with pytest.raises(ConfigError, match="MEMORYD_PORT"):
         load_config(environ={"MEMORYD_PORT": "eighty"})
 
 
-def test_a_missing_or_broken_file_is_reported(tmp_path):
+def test_a_missing_or_broken_file_is_reported(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not found"):
         load_config(tmp_path / "absent.toml", environ={})
     with pytest.raises(ConfigError, match="not valid TOML"):

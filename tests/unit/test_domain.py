@@ -1,33 +1,28 @@
 """Properties of the domain rules that every surface shares."""
 
-import uuid
+from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from commands.handlers import Dependencies, save_memory
-from commands.model import SaveMemory
-from events.types import EventMetadata
 from memoryd.domain import (
     MAX_NAME_LENGTH,
-    Namespace,
     clean_name,
     clean_type,
     normalize_name,
 )
 from memoryd.errors import ValidationError
 from memoryd.text import checked_identifier, checked_text
-from projections.queries import ProjectedMemoryLocator
 
 
 @given(st.text())
-def test_normalizing_a_name_twice_changes_nothing(raw):
+def test_normalizing_a_name_twice_changes_nothing(raw: str) -> None:
     assert normalize_name(normalize_name(raw)) == normalize_name(raw)
 
 
 @given(st.text())
-def test_a_normalized_name_has_no_hyphens_spaces_or_capitals_and_keeps_its_length(raw):
+def test_a_normalized_name_has_no_hyphens_spaces_or_capitals_and_keeps_its_length(raw: str) -> None:
     name = normalize_name(raw)
     assert "-" not in name and " " not in name
     assert name == name.lower()
@@ -35,7 +30,7 @@ def test_a_normalized_name_has_no_hyphens_spaces_or_capitals_and_keeps_its_lengt
 
 
 @given(st.text(alphabet=st.sampled_from("aB -_x\t"), min_size=1, max_size=300))
-def test_clean_name_accepts_exactly_the_non_blank_names_of_at_most_256_characters(raw):
+def test_clean_name_accepts_exactly_the_non_blank_names_of_at_most_256_characters(raw: str) -> None:
     stripped = raw.strip()
     if not stripped or len(stripped) > MAX_NAME_LENGTH:
         with pytest.raises(ValidationError, match="name is required"):
@@ -49,44 +44,25 @@ def test_clean_name_accepts_exactly_the_non_blank_names_of_at_most_256_character
 
 @given(st.sampled_from(["user", "general", "feedback", "reference"]), st.sampled_from([str.upper, str.title, str.lower]),
        st.sampled_from(["", " ", "\t"]))
-def test_types_are_accepted_in_any_case_and_padding(memory_type, case, pad):
+def test_types_are_accepted_in_any_case_and_padding(memory_type: Any, case: Any, pad: Any) -> None:
     assert clean_type(pad + case(memory_type) + pad) == memory_type
 
 
 @given(st.text().filter(lambda t: t.strip().lower() not in {"user", "general", "feedback", "reference"}))
-def test_any_other_type_is_rejected_with_a_message_naming_the_field(raw):
+def test_any_other_type_is_rejected_with_a_message_naming_the_field(raw: str) -> None:
     with pytest.raises(ValidationError, match="^(invalid )?type"):
         clean_type(raw)
 
 
-def test_an_unset_type_stays_unset():
+def test_an_unset_type_stays_unset() -> None:
     assert clean_type(None) is None
-
-
-TYPES_OR_UNSET = st.sampled_from(["user", "general", "feedback", "reference", None])
-
-
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=40)
-@given(types=st.lists(TYPES_OR_UNSET, min_size=1, max_size=6))
-def test_a_memory_keeps_the_last_explicit_type_it_was_saved_with_or_general(services, types):
-    deps = Dependencies(store=services.store, locator=ProjectedMemoryLocator(services.database), users=services.directory)
-    name = f"typed_{uuid.uuid4().hex}"  # every example writes its own memory
-    saved = []
-    for memory_type in types:
-        with services.store.transaction() as tx:
-            command = SaveMemory(name, "content", "description", memory_type, Namespace("global", ""))
-            saved.append(save_memory(tx, command, EventMetadata(), deps))
-    explicit = [memory_type for memory_type in types if memory_type is not None]
-    assert saved[-1].memory.type == (explicit[-1] if explicit else "general")
-    assert {outcome.memory.memory_id for outcome in saved} == {saved[0].memory.memory_id}
-    assert [outcome.created for outcome in saved] == [True] + [False] * (len(types) - 1)
 
 
 ANY_CHARACTER = st.one_of(st.characters(exclude_categories=()), st.sampled_from("\x00\ud800\udfff\n\t\x1b\x85\x7f"))
 
 
 @given(st.text(ANY_CHARACTER))
-def test_text_is_storable_exactly_when_it_encodes_as_utf8_without_nul(value):
+def test_text_is_storable_exactly_when_it_encodes_as_utf8_without_nul(value: str) -> None:
     storable = "\x00" not in value and _encodes(value)
     try:
         assert checked_text(value, "field") == value
@@ -96,7 +72,7 @@ def test_text_is_storable_exactly_when_it_encodes_as_utf8_without_nul(value):
 
 
 @given(st.text(ANY_CHARACTER))
-def test_an_identifier_also_has_no_control_characters(value):
+def test_an_identifier_also_has_no_control_characters(value: str) -> None:
     control = any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in value)
     try:
         checked_identifier(value, "name")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("memoryd", "api", "workers", "commands", "projections", "events")
 TOP = {"memoryd.bootstrap", "memoryd.cli", "memoryd.__main__", "api.wsgi", "workers.runner"}
 RANKS = {"top": 6, "api": 5, "workers": 5, "memoryd.app": 4, "commands": 3, "projections": 3, "events": 2, "kernel": 1}

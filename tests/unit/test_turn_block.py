@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import re
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -24,7 +25,7 @@ def memories_of(fields: list[tuple[str, str, str, str, str]]) -> list[Memory]:
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(TEXT, TEXT, TEXT, TEXT, TEXT), min_size=1, max_size=6))
-def test_no_memory_text_closes_the_block_leaves_an_attribute_or_forges_a_line(fields):
+def test_no_memory_text_closes_the_block_leaves_an_attribute_or_forges_a_line(fields: Any) -> None:
     memories = memories_of(fields)
     block = render(memories).text
     assert block.startswith("<memories>\n") and block.endswith("</memories>") and block.count("</memories>") == 1
@@ -43,7 +44,7 @@ def test_no_memory_text_closes_the_block_leaves_an_attribute_or_forges_a_line(fi
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(TEXT, TEXT, TEXT, TEXT, TEXT), max_size=6), st.integers(1, 5_000))
-def test_a_budget_is_never_overrun_and_drops_whole_memories_from_the_lowest(fields, max_chars):
+def test_a_budget_is_never_overrun_and_drops_whole_memories_from_the_lowest(fields: Any, max_chars: Any) -> None:
     memories = memories_of(fields)
     rendered = render(memories, max_chars)
     assert len(rendered.text) <= max_chars
@@ -52,7 +53,7 @@ def test_a_budget_is_never_overrun_and_drops_whole_memories_from_the_lowest(fiel
         assert len(render(memories[: rendered.kept + 1]).text) > max_chars  # nothing dropped that would fit
 
 
-def test_an_empty_description_leaves_the_attribute_out_and_empty_parts_leave_no_blank_lines():
+def test_an_empty_description_leaves_the_attribute_out_and_empty_parts_leave_no_blank_lines() -> None:
     (memory,) = memories_of([("n", "", "general", "global", "c")])
     assert render([memory]).text == '<memories>\n  <memory name="n" type="general" scope="global">c</memory>\n</memories>'
     assert render([]).text == "" and system_content("", "", "") == ""
