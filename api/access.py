@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from memoryd.directory import Directory, Principal
-from memoryd.domain import PUBLIC_SCOPES, Namespace
-from memoryd.errors import Forbidden, NotFound, ValidationError
-from memoryd.text import checked_identifier
+from memoryd.kernel.domain import PUBLIC_SCOPES, Namespace
+from memoryd.kernel.errors import Forbidden, NotFound, ValidationError
+from memoryd.kernel.text import checked_identifier
+from memoryd.storage.directory import Directory, Principal
 from projections.filters import MemoryFilter, ScopePattern
 
 

@@ -34,7 +34,7 @@ from commands.restore import RestoreMemory
 from events.audit import AuditQuery as AuditFilter
 from events.audit import list_audit, memory_history
 from events.streams import stream_of
-from memoryd.errors import NotFound, ValidationError
+from memoryd.kernel.errors import NotFound, ValidationError
 from projections.as_of import list_as_of, memory_as_of, search_as_of
 from projections.filters import MemoryFilter, ScopePattern
 from projections.queries import count_memories, get_memory, list_memories

@@ -8,8 +8,8 @@ from marshmallow import fields, validate
 
 from api.answer_schemas import HistoricMemorySchema
 from api.schemas import RequestSchema, SaveMemoryRequest, WholeNumber, _text, load
-from memoryd.domain import REST_MAX_CONTENT, clean_content, clean_description
-from memoryd.errors import ValidationError
+from memoryd.kernel.domain import REST_MAX_CONTENT, clean_content, clean_description
+from memoryd.kernel.errors import ValidationError
 
 MAX_WRITES = 1_000  # a LangGraph batch of puts is one append: room for big ones; the body limit still applies
 

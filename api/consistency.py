@@ -25,7 +25,7 @@ from flask import current_app, request
 from sqlalchemy.exc import SQLAlchemyError
 
 from api.context import services
-from memoryd.errors import MemorydError, ValidationError
+from memoryd.kernel.errors import MemorydError, ValidationError
 
 log = logging.getLogger(__name__)
 MIN_POSITION_HEADER = "X-Min-Position"

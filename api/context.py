@@ -13,9 +13,9 @@ from api.metrics import Metrics
 from events.idempotency import IdempotencyClaim
 from events.types import EventMetadata
 from memoryd.app.services import Services
-from memoryd.directory import INVALID, Principal
-from memoryd.errors import Forbidden, Refused, Unauthorized, ValidationError
-from memoryd.text import MAX_JSON_DEPTH, check_document, json_depth
+from memoryd.kernel.errors import Forbidden, Refused, Unauthorized, ValidationError
+from memoryd.kernel.text import MAX_JSON_DEPTH, check_document, json_depth
+from memoryd.storage.directory import INVALID, Principal
 
 ADMIN_PERMISSION = "admin.memories"
 F = TypeVar("F", bound=Callable[..., Any])

@@ -52,7 +52,7 @@ def readyz() -> tuple[Response, int]:
 
 
 def degraded() -> list[str]:
-    """What is down while the service serves on without it (``memoryd.queue_health``)."""
+    """What is down while the service serves on without it (``memoryd.kernel.queue_health``)."""
     health = services().queue_health
     return ["queue"] if health is not None and not health.check() else []
 

@@ -32,8 +32,8 @@ from sqlalchemy import Connection
 from api.context import NestedTooDeep, caller, parse_json, services
 from api.preconditions import etag
 from events.idempotency import IdempotencyClaim, IdempotencyKeyTaken, StoredOutcome
-from memoryd.errors import Conflict, ValidationError
-from memoryd.text import checked_identifier
+from memoryd.kernel.errors import Conflict, ValidationError
+from memoryd.kernel.text import checked_identifier
 
 KEY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"

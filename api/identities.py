@@ -33,11 +33,11 @@ from api.identity_schemas import (
 )
 from api.responses import respond
 from api.schemas import load
-from memoryd.directory import PERMISSIONS, TOKEN_SCOPES, Principal, Workstream
-from memoryd.domain import utc_timestamp
-from memoryd.errors import Forbidden, NotFound
-from memoryd.listings import Page, list_sessions, list_tokens, list_users, list_workstreams
-from memoryd.sessions import Session
+from memoryd.kernel.domain import utc_timestamp
+from memoryd.kernel.errors import Forbidden, NotFound
+from memoryd.storage.directory import PERMISSIONS, TOKEN_SCOPES, Principal, Workstream
+from memoryd.storage.listings import Page, list_sessions, list_tokens, list_users, list_workstreams
+from memoryd.storage.sessions import Session
 from projections.project_tables import list_projects
 
 blueprint = Blueprint("identities", __name__)

@@ -16,8 +16,8 @@ from api.preconditions import expected_version, tagged
 from api.responses import batch_at, deleted_memory, memory_list, outcome_at, respond, written_batch, written_memory
 from api.schemas import ListMemoriesQuery, NamedMemoryQuery, SaveMemoryRequest, SearchMemoriesRequest, load
 from commands.model import DeleteMemory, SaveMemory
-from memoryd.domain import clean_name
-from memoryd.errors import MemorydError, NotFound
+from memoryd.kernel.domain import clean_name
+from memoryd.kernel.errors import MemorydError, NotFound
 from projections.filters import MemoryFilter
 from projections.queries import find_memory, list_memories
 

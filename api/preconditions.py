@@ -13,7 +13,7 @@ import re
 
 from flask import Response, request
 
-from memoryd.errors import ValidationError
+from memoryd.kernel.errors import ValidationError
 
 _ONE_TAG = re.compile(r'\s*"(\d{1,18})"\s*')
 

@@ -25,7 +25,7 @@ from commands.projects import (
     RevokeProjectAccess,
 )
 from events.types import MemoryEvent, ProjectEvent, project_stream_id
-from memoryd.errors import NotFound, StorageError
+from memoryd.kernel.errors import NotFound, StorageError
 from projections.project_tables import get_project
 
 blueprint = Blueprint("projects", __name__, url_prefix="/v1/api/admin/projects")

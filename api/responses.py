@@ -17,7 +17,7 @@ from api.preconditions import tagged
 from commands.handlers import Outcome
 from commands.model import DeleteMemory, SaveMemory
 from events.types import MemoryDeleted, MemoryEvent, MemorySaved, RecordedEvent
-from memoryd.errors import StorageError
+from memoryd.kernel.errors import StorageError
 from projections.queries import get_memory
 
 POSITION_HEADER = "X-Memory-Position"

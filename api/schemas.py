@@ -16,7 +16,7 @@ from marshmallow import ValidationError as SchemaError
 
 from api.turn_schemas import ToolNamesSchema
 from events.types import EVENT_CLASSES
-from memoryd.domain import (
+from memoryd.kernel.domain import (
     REST_MAX_CONTENT,
     clean_content,
     clean_description,
@@ -24,8 +24,8 @@ from memoryd.domain import (
     clean_type,
     clean_type_filter,
 )
-from memoryd.errors import ValidationError
-from memoryd.text import checked_identifier
+from memoryd.kernel.errors import ValidationError
+from memoryd.kernel.text import checked_identifier
 
 _WHOLE_NUMBER = re.compile(r"[+-]?[0-9]{1,19}")  # ASCII digits only: int() would also take "²" or "٣"
 _INT64 = range(-(2**63), 2**63)

@@ -23,10 +23,10 @@ from api.responses import respond
 from api.schemas import CreateSessionRequest, load
 from events.types import EventMetadata
 from memoryd.app.tool import ToolResult
-from memoryd.directory import INVALID
-from memoryd.errors import Forbidden, NotFound, Refused
-from memoryd.sessions import TOKEN_PREFIX as SESSION_TOKEN
-from memoryd.sessions import Session, SessionIdle
+from memoryd.kernel.errors import Forbidden, NotFound, Refused
+from memoryd.storage.directory import INVALID
+from memoryd.storage.sessions import TOKEN_PREFIX as SESSION_TOKEN
+from memoryd.storage.sessions import Session, SessionIdle
 
 F = TypeVar("F", bound=Callable[..., Any])
 

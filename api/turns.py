@@ -20,7 +20,7 @@ from api.idempotency import KEY_HEADER, checked_key
 from api.schemas import ReceiptsQuery, load
 from api.sessions import session_authorized
 from memoryd.app.turn import Item, Nudge, Signal, Turn, TurnReceipt, TurnRequest
-from memoryd.errors import NotFound, ValidationError
+from memoryd.kernel.errors import NotFound, ValidationError
 
 blueprint = Blueprint("turns", __name__)
 

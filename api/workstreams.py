@@ -11,8 +11,8 @@ from api.context import authorized, json_object, services
 from api.idempotency import answered_within, idempotent
 from api.responses import respond
 from api.schemas import CreateWorkstreamRequest, WorkstreamChangeRequest, load
-from memoryd.directory import Workstream
-from memoryd.errors import NotFound, ValidationError
+from memoryd.kernel.errors import NotFound, ValidationError
+from memoryd.storage.directory import Workstream
 
 blueprint = Blueprint("workstreams", __name__)
 

@@ -7,10 +7,10 @@ production run ``memoryd db upgrade`` before starting the processes.
 """
 
 from api.app import create_app
-from memoryd import migrate
 from memoryd.bootstrap import build_services
-from memoryd.config import load_config
-from memoryd.logs import configure_logging
+from memoryd.kernel.config import load_config
+from memoryd.kernel.logs import configure_logging
+from memoryd.storage import migrate
 
 configure_logging()
 _services = build_services(load_config())

@@ -64,9 +64,9 @@ from sqlalchemy import insert
 
 from events.store import EventStore
 from events.types import EventMetadata, MemorySaved, memory_stream_id
-from memoryd import migrate
-from memoryd.db import Database
-from memoryd.domain import Memory
+from memoryd.kernel.domain import Memory
+from memoryd.storage import migrate
+from memoryd.storage.db import Database
 
 DEFAULT_COUNT = 3_000
 DEFAULT_WRITERS = (1, 4, 8)

@@ -36,10 +36,10 @@ from common import postgres_schema  # noqa: E402
 from corpus import CorpusSpec, generate  # noqa: E402
 
 from events.types import EventMetadata, MemorySaved, memory_stream_id  # noqa: E402
-from memoryd import migrate  # noqa: E402
 from memoryd.bootstrap import build_services  # noqa: E402
-from memoryd.config import Config, StorageSettings  # noqa: E402
-from memoryd.domain import Memory, utc_timestamp  # noqa: E402
+from memoryd.kernel.config import Config, StorageSettings  # noqa: E402
+from memoryd.kernel.domain import Memory, utc_timestamp  # noqa: E402
+from memoryd.storage import migrate  # noqa: E402
 
 CHUNK = 1_000
 # Runs one memoryd command in this process and reports its peak RSS on the last stderr line: VmHWM, which
@@ -56,8 +56,8 @@ finally:
 """
 RAW_READ = """
 import sys
-from memoryd.db import Database
-from memoryd.schema import events
+from memoryd.storage.db import Database
+from memoryd.storage.schema import events
 from sqlalchemy import select
 database, position, rows = Database(sys.argv[1]), 0, 0
 while True:

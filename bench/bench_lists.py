@@ -27,10 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from common import percentile, postgres_schema  # noqa: E402
 from sqlalchemy import and_, func, insert, or_, select  # noqa: E402
 
-from memoryd import migrate  # noqa: E402
-from memoryd.db import Database  # noqa: E402
-from memoryd.domain import MEMORY_TYPES  # noqa: E402
-from memoryd.schema import memory_counts, structured_memories  # noqa: E402
+from memoryd.kernel.domain import MEMORY_TYPES  # noqa: E402
+from memoryd.storage import migrate  # noqa: E402
+from memoryd.storage.db import Database  # noqa: E402
+from memoryd.storage.schema import memory_counts, structured_memories  # noqa: E402
 from projections.filters import MemoryFilter, ScopePattern  # noqa: E402
 from projections.queries import _distinct, _merged, _rows, count_memories, list_memories  # noqa: E402
 

@@ -85,9 +85,9 @@ from common import (
 from redis import Redis
 from rq import Queue, Worker
 
-from memoryd import migrate
 from memoryd.bootstrap import build_services
-from memoryd.config import Config, StorageSettings
+from memoryd.kernel.config import Config, StorageSettings
+from memoryd.storage import migrate
 
 REDIS_URL = os.environ.get("MEMORYD_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
 PROJECTION = "structured_memories"

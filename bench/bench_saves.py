@@ -79,12 +79,12 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from commands.model import SaveMemory
 from events.types import MEMORY_SAVED, MEMORY_UPDATED, EventMetadata, memory_stream_id
-from memoryd import driver, migrate
 from memoryd.app.services import Services
 from memoryd.bootstrap import build_services
-from memoryd.config import Config, StorageSettings
-from memoryd.domain import REST_MAX_CONTENT, Memory, Namespace, utc_timestamp
-from memoryd.schema import structured_memories
+from memoryd.kernel.config import Config, StorageSettings
+from memoryd.kernel.domain import REST_MAX_CONTENT, Memory, Namespace, utc_timestamp
+from memoryd.storage import driver, migrate
+from memoryd.storage.schema import structured_memories
 
 CHUNK = 50
 WARMUP = 25

@@ -55,11 +55,11 @@ def build(args: argparse.Namespace, url: str) -> dict[str, Any]:
 
     from commands.model import SaveMemory
     from events.types import EventMetadata
-    from memoryd import migrate
     from memoryd.bootstrap import build_services
-    from memoryd.config import Config, StorageSettings
-    from memoryd.domain import Namespace, utc_timestamp
-    from memoryd.schema import search_snapshots
+    from memoryd.kernel.config import Config, StorageSettings
+    from memoryd.kernel.domain import Namespace, utc_timestamp
+    from memoryd.storage import migrate
+    from memoryd.storage.schema import search_snapshots
 
     started = time.perf_counter()
     corpus = generate(CorpusSpec(count=args.count, namespaces=args.namespaces), progress=True)

@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for memoryd (
 import sqlalchemy
 from sqlalchemy import MetaData, Table, create_engine, text
 
-from memoryd.db import Database
-from memoryd.schema import events
+from memoryd.storage.db import Database
+from memoryd.storage.schema import events
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = 20261130
@@ -43,7 +43,7 @@ APPLICATION_NAME = "memoryd-bench"
 
 def _copy_of_events(name: str) -> Table:
     """``events`` under another name: the same columns, types, keys and table options, built from
-    ``memoryd.schema.events`` so it cannot drift from it. Constraint and index names get the new table
+    ``memoryd.storage.schema.events`` so it cannot drift from it. Constraint and index names get the new table
     name too (PostgreSQL and SQLite want index names unique per schema, and ``events`` is next to it)."""
     table = events.to_metadata(MetaData(), name=name)
     for item in (*table.constraints, *table.indexes):

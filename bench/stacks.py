@@ -23,9 +23,9 @@ from pathlib import Path
 
 from common import ROOT, SEED, memory_content, percentile
 
-from memoryd import migrate
 from memoryd.bootstrap import build_services
-from memoryd.config import Config, StorageSettings
+from memoryd.kernel.config import Config, StorageSettings
+from memoryd.storage import migrate
 
 SAVE, SEARCH, TURN = "save", "search", "turn"
 QUERIES = ("deploy rollback", "postgres lock timeout", "review feedback", "release pipeline branch",

@@ -42,7 +42,7 @@ from events.idempotency import IdempotencyClaim, IdempotencyKeys
 from events.store import ConcurrencyConflict
 from events.transaction import AppendTransaction
 from events.types import EventMetadata
-from memoryd.errors import Conflict
+from memoryd.kernel.errors import Conflict
 
 MAX_ATTEMPTS = 25
 R = TypeVar("R")
@@ -78,7 +78,7 @@ class Dispatcher(Protocol):
         """Inside the command's transaction ``tx``, after its append: True if the projections reached
         ``position`` in it (an in-process projection then commits with the append). Raising rolls the command
         back; it runs again without this step, and ``appended`` projects after its commit. So does a write it
-        deferred (``memoryd.driver``) that fails only when the command commits."""
+        deferred (``memoryd.storage.driver``) that fails only when the command commits."""
 
     def appended(self, position: int, projected: bool) -> None:
         """After the command's transaction committed: project what ``appending`` did not, or tell workers."""

@@ -19,9 +19,9 @@ from events.idempotency import IdempotencyKeys
 from events.redaction import redact
 from events.transaction import AppendTransaction
 from events.types import EventMetadata, MemoriesErased
-from memoryd.domain import SCOPES
-from memoryd.errors import NotFound, ValidationError
-from memoryd.text import checked_text
+from memoryd.kernel.domain import SCOPES
+from memoryd.kernel.errors import NotFound, ValidationError
+from memoryd.kernel.text import checked_text
 
 SELECTORS = ({"user_id"}, {"memory_id"}, {"scope", "scope_id"})
 

@@ -30,8 +30,8 @@ from events.types import (
     RecordedEvent,
     memory_stream_id,
 )
-from memoryd.domain import DEFAULT_TYPE, Memory, utc_timestamp
-from memoryd.errors import MemorydError, NotFound, VersionMismatch
+from memoryd.kernel.domain import DEFAULT_TYPE, Memory, utc_timestamp
+from memoryd.kernel.errors import MemorydError, NotFound, VersionMismatch
 
 Claim = Callable[[Connection, int], None] | None  # runs in the append's transaction (idempotency keys)
 

@@ -8,7 +8,7 @@ from functools import cached_property
 from typing import Any
 
 from events.types import memory_stream_id
-from memoryd.domain import (
+from memoryd.kernel.domain import (
     Namespace,
     clean_content,
     clean_description,

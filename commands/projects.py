@@ -28,9 +28,9 @@ from events.types import (
     memory_stream_id,
     project_stream_id,
 )
-from memoryd.domain import Namespace
-from memoryd.errors import NotFound, ValidationError
-from memoryd.projects import ACTIVE, ARCHIVED, Project, clean_access, clean_project_name
+from memoryd.kernel.domain import Namespace
+from memoryd.kernel.errors import NotFound, ValidationError
+from memoryd.kernel.projects import ACTIVE, ARCHIVED, Project, clean_access, clean_project_name
 
 
 @dataclass(frozen=True)

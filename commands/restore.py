@@ -15,8 +15,8 @@ from commands.handlers import Claim, Dependencies, Outcome, append_decision
 from events.streams import current_memory, stream_of
 from events.transaction import AppendTransaction
 from events.types import EventMetadata, MemoryDeleted, MemoryEvent, MemorySaved, MemoryUpdated, RecordedEvent
-from memoryd.domain import Memory
-from memoryd.errors import Conflict, NotFound, ValidationError
+from memoryd.kernel.domain import Memory
+from memoryd.kernel.errors import Conflict, NotFound, ValidationError
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,8 @@ from events.types import (
     project_stream_id,
     superseded_stream_id,
 )
-from memoryd.errors import Conflict, NotFound, ValidationError
-from memoryd.text import check_document, checked_text, repaired
+from memoryd.kernel.errors import Conflict, NotFound, ValidationError
+from memoryd.kernel.text import check_document, checked_text, repaired
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from sqlalchemy import Connection, select
 
 from events.store import EventStore
 from events.types import EVENT_CLASSES, ErasedEvent, MemoryEvent, RecordedEvent
-from memoryd.schema import event_type_is, events
+from memoryd.storage.schema import event_type_is, events
 
 AUDITED = tuple(EVENT_CLASSES)  # every event: memory, project, supersede, erasure and identity (user, token, session)
 IDENTITY_PREFIXES = ("user.", "token.", "session.")

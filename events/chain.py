@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from events.types import ErasedEvent, RecordedEvent
-from memoryd.errors import ValidationError
+from memoryd.kernel.errors import ValidationError
 
 CHAIN_FORMAT = 1
 GENESIS = "0" * 64

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, func, or_, select
 
 from events.types import MEMORY_DELETED, MEMORY_SAVED, MEMORY_UPDATED, EventSuperseded, MemoriesErased
-from memoryd.schema import event_type_is, events
+from memoryd.storage.schema import event_type_is, events
 
 AT_ONCE = 500  # ids or positions per statement: databases cap bound parameters
 PERSONAL_SCOPES = ("user", "coordinator")  # a user's own scopes, keyed by the user's id

@@ -17,7 +17,7 @@ from events.chain import CHAIN_FORMAT, Checkpoint
 from events.store import EventStore
 from events.types import RecordedEvent
 from events.whole_log import whole_log
-from memoryd.errors import ValidationError
+from memoryd.kernel.errors import ValidationError
 
 FORMAT = 1
 _FIELDS = ("position", "stream_id", "stream_version", "event_type", "schema_version", "payload", "metadata",

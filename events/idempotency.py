@@ -34,9 +34,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from events.erasure import erasures_since, newest_erasure
 from events.store import take_append_lock
-from memoryd.db import Database
-from memoryd.domain import TIMESTAMP_FORMAT, utc_timestamp
-from memoryd.schema import idempotency_keys as keys
+from memoryd.kernel.domain import TIMESTAMP_FORMAT, utc_timestamp
+from memoryd.storage.db import Database
+from memoryd.storage.schema import idempotency_keys as keys
 
 LEASE = dt.timedelta(seconds=5)  # a claim not renewed this long has lost its attempt
 RENEW_EVERY = 1.0  # seconds between renewals of the claims a process's running requests hold

@@ -12,8 +12,8 @@ from events.chain import Checkpoint, Verdict, check_storable, stored_row, verify
 from events.erasure import erased_positions
 from events.store import HEAD, INSERT_EVENTS, MOVE_HEAD, EventStore, take_append_lock
 from events.types import RecordedEvent
-from memoryd.errors import ValidationError
-from memoryd.schema import event_gaps, events
+from memoryd.kernel.errors import ValidationError
+from memoryd.storage.schema import event_gaps, events
 
 PAGE = 5_000  # events per insert
 

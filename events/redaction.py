@@ -7,7 +7,7 @@ from sqlalchemy import Connection, bindparam, select, update
 
 from events.chain import erased_stream_id
 from events.types import ErasedEvent
-from memoryd.schema import events
+from memoryd.storage.schema import events
 
 AT_ONCE = 1_000  # positions per statement: databases cap bound parameters
 _REDACT = update(events).where(events.c.position == bindparam("at")).values(

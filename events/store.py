@@ -47,10 +47,10 @@ from events.types import (
     UnknownEvent,
     superseded_stream_id,
 )
-from memoryd.db import Database
-from memoryd.driver import DriverStatement
-from memoryd.schema import COMMON_EVENT_TYPES, event_head, event_type_is, events
-from memoryd.text import check_document
+from memoryd.kernel.text import check_document
+from memoryd.storage.db import Database
+from memoryd.storage.driver import DriverStatement
+from memoryd.storage.schema import COMMON_EVENT_TYPES, event_head, event_type_is, events
 
 # With the schema's hash, names the lock that orders appends on PostgreSQL: one lock
 # per schema, so deployments sharing a database do not queue on each other.

@@ -23,8 +23,8 @@ from events.types import (
     memory_stream_id,
     project_stream_id,
 )
-from memoryd.domain import Memory, Namespace
-from memoryd.projects import Project
+from memoryd.kernel.domain import Memory, Namespace
+from memoryd.kernel.projects import Project
 
 
 def current_memory(last: RecordedEvent | None) -> Memory | None:

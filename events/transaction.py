@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import Connection
 
 from events.types import RecordedEvent
-from memoryd.driver import Transaction
+from memoryd.storage.driver import Transaction
 
 
 class AppendTransaction(Transaction):

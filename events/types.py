@@ -13,8 +13,8 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
-from memoryd.domain import Memory
-from memoryd.projects import Project
+from memoryd.kernel.domain import Memory
+from memoryd.kernel.projects import Project
 
 MEMORY_EVENTS, PROJECT_EVENTS = "memory.", "project."  # the prefixes of each family's event types
 MEMORY_SAVED = "memory.save"

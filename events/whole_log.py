@@ -13,7 +13,7 @@ from events.chain import Checkpoint, Verdict, verify
 from events.erasure import erased_positions
 from events.store import HEAD, EventStore
 from events.types import RecordedEvent
-from memoryd.schema import event_gaps
+from memoryd.storage.schema import event_gaps
 
 PAGE = 5_000  # events per read of the walk
 

@@ -12,19 +12,19 @@ from commands.handlers import Dependencies
 from events.idempotency import IdempotencyKeys
 from events.store import EventStore
 from events.types import EventMetadata
-from memoryd import migrate
 from memoryd.app.erasure import Erasures
 from memoryd.app.identities import Identities
 from memoryd.app.services import Services
 from memoryd.app.tool import MemoryTool
 from memoryd.app.turn import TurnComposer
 from memoryd.app.workstreams import Workstreams
-from memoryd.config import Config, default_snapshot_dir
-from memoryd.db import Database
-from memoryd.directory import TOKEN_SCOPES, Directory
-from memoryd.errors import ConfigError
-from memoryd.queue_health import QueueHealth
-from memoryd.sessions import Sessions
+from memoryd.kernel.config import Config, default_snapshot_dir
+from memoryd.kernel.errors import ConfigError
+from memoryd.kernel.queue_health import QueueHealth
+from memoryd.storage import migrate
+from memoryd.storage.db import Database
+from memoryd.storage.directory import TOKEN_SCOPES, Directory
+from memoryd.storage.sessions import Sessions
 from projections.dispatch import InProcessDispatcher
 from projections.memory_table import MemoryTableProjection
 from projections.project_tables import ProjectTablesProjection

@@ -20,8 +20,8 @@ from sqlalchemy import Connection, Select, select
 from events.store import EventStore
 from events.streams import current_memory
 from events.types import MemorySaved, RecordedEvent
-from memoryd.domain import Memory
-from memoryd.schema import events
+from memoryd.kernel.domain import Memory
+from memoryd.storage.schema import events
 from projections.filters import MemoryFilter
 from projections.search.index import SearchIndex
 

@@ -19,8 +19,8 @@ from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from events.types import MEMORY_EVENTS, MemoriesErased, MemoryDeleted, MemoryEvent, RecordedEvent
-from memoryd.driver import DriverStatement, Transaction
-from memoryd.schema import memory_counts, structured_memories
+from memoryd.storage.driver import DriverStatement, Transaction
+from memoryd.storage.schema import memory_counts, structured_memories
 
 _REWRITTEN_ON_UPDATE = ("name", "description", "type", "scope", "scope_id", "content", "created", "updated", "last_accessed",
                         "version")

@@ -11,9 +11,9 @@ from typing import Any
 from sqlalchemy import Connection, delete, insert, select
 
 from events.types import PROJECT_EVENTS, ProjectDeleted, ProjectEvent, RecordedEvent
-from memoryd.driver import Transaction
-from memoryd.projects import Project
-from memoryd.schema import project_members, projects
+from memoryd.kernel.projects import Project
+from memoryd.storage.driver import Transaction
+from memoryd.storage.schema import project_members, projects
 
 
 class ProjectTablesProjection:

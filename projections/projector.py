@@ -28,11 +28,11 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from events.store import EventStore
 from events.transaction import AppendTransaction
 from events.types import RecordedEvent
-from memoryd.db import Database
-from memoryd.domain import utc_timestamp
-from memoryd.driver import DriverStatement, Transaction
-from memoryd.errors import MemorydError
-from memoryd.schema import projection_checkpoints, projection_faults, projection_gaps
+from memoryd.kernel.domain import utc_timestamp
+from memoryd.kernel.errors import MemorydError
+from memoryd.storage.db import Database
+from memoryd.storage.driver import DriverStatement, Transaction
+from memoryd.storage.schema import projection_checkpoints, projection_faults, projection_gaps
 
 BATCH_SIZE = 500
 POLL_CAP = 0.008  # seconds between checks while waiting for a position

@@ -14,10 +14,10 @@ from sqlalchemy import Connection, Integer, Result, Select, and_, bindparam, fun
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from memoryd.db import Database
-from memoryd.domain import Namespace
-from memoryd.schema import events, memory_access, memory_counts, projection_checkpoints
-from memoryd.schema import structured_memories as memories
+from memoryd.kernel.domain import Namespace
+from memoryd.storage.db import Database
+from memoryd.storage.schema import events, memory_access, memory_counts, projection_checkpoints
+from memoryd.storage.schema import structured_memories as memories
 from projections.filters import MemoryFilter, ScopePattern
 
 

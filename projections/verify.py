@@ -17,9 +17,9 @@ from typing import Any, Protocol, runtime_checkable
 from sqlalchemy import Connection, Table, select, tuple_
 
 from events.chain import canonical
-from memoryd.db import Database
-from memoryd.driver import Transaction
-from memoryd.schema import projection_checkpoints, search_snapshots
+from memoryd.storage.db import Database
+from memoryd.storage.driver import Transaction
+from memoryd.storage.schema import projection_checkpoints, search_snapshots
 from projections.projector import Projection, Projector
 from projections.search import Analyzer, snapshot
 from projections.search.service import SearchService

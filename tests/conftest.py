@@ -22,7 +22,7 @@ from sqlalchemy import create_engine, text
 
 from api.app import create_app
 from memoryd.app.services import Services
-from memoryd.config import MemorySettings
+from memoryd.kernel.config import MemorySettings
 from tests.helpers import (
     UNDER_CI,
     Caller,

@@ -33,13 +33,13 @@ from sqlalchemy import Connection, select
 from commands.handlers import Outcome
 from commands.model import SaveMemory
 from events.types import DomainEvent, EventMetadata, MemorySaved, RecordedEvent
-from memoryd import migrate
 from memoryd.app.services import Services
 from memoryd.bootstrap import build_services
-from memoryd.config import Config, MemorySettings, SearchSettings, ServerSettings, StorageSettings, WorkerSettings
-from memoryd.domain import Memory, Namespace
-from memoryd.driver import Transaction
-from memoryd.schema import memory_counts, structured_memories
+from memoryd.kernel.config import Config, MemorySettings, SearchSettings, ServerSettings, StorageSettings, WorkerSettings
+from memoryd.kernel.domain import Memory, Namespace
+from memoryd.storage import migrate
+from memoryd.storage.driver import Transaction
+from memoryd.storage.schema import memory_counts, structured_memories
 from projections.filters import MemoryFilter, ScopePattern
 from projections.search import SearchIndex, Tuning
 

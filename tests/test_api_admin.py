@@ -15,7 +15,7 @@ from flask import Flask
 from commands.model import SaveMemory
 from events.types import EventMetadata
 from memoryd.app.services import Services
-from memoryd.domain import Namespace
+from memoryd.kernel.domain import Namespace
 from tests.helpers import Caller, MakeCaller
 from tests.helpers import names as listed
 

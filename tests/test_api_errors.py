@@ -19,7 +19,7 @@ from flask import Flask
 from api.app import create_app
 from memoryd.app.services import Services
 from memoryd.bootstrap import build_services
-from memoryd.config import Config, ServerSettings, StorageSettings
+from memoryd.kernel.config import Config, ServerSettings, StorageSettings
 from tests.helpers import Caller, MakeCaller
 
 MEMORIES = "/v1/api/memories"

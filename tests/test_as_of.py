@@ -13,7 +13,7 @@ from sqlalchemy import text
 from commands.model import DeleteMemory, SaveMemory
 from events.types import EventMetadata
 from memoryd.app.services import Services
-from memoryd.domain import Namespace
+from memoryd.kernel.domain import Namespace
 from projections.as_of import range_query
 from tests.helpers import Caller, MakeCaller, SteppingClock
 

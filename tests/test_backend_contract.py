@@ -17,8 +17,8 @@ from sqlalchemy import select, text, update
 from events.idempotency import IdempotencyClaim
 from events.types import EventMetadata, MemorySaved, memory_stream_id
 from memoryd.app.services import Services
-from memoryd.domain import Memory, Namespace, utc_timestamp
-from memoryd.schema import idempotency_keys, memory_access
+from memoryd.kernel.domain import Memory, Namespace, utc_timestamp
+from memoryd.storage.schema import idempotency_keys, memory_access
 from projections.filters import MemoryFilter
 from projections.project_tables import get_project
 from projections.search import SearchService

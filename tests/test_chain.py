@@ -17,11 +17,11 @@ from commands.model import SaveMemory
 from events.chain import GENESIS, chained, stored_row
 from events.types import EventMetadata
 from events.whole_log import verify_chain
-from memoryd import migrate
 from memoryd.app.services import Services
 from memoryd.cli import main
-from memoryd.domain import Namespace
-from memoryd.schema import event_gaps, event_head, events
+from memoryd.kernel.domain import Namespace
+from memoryd.storage import migrate
+from memoryd.storage.schema import event_gaps, event_head, events
 
 GLOBAL = Namespace("global", "")
 
@@ -167,7 +167,7 @@ def test_events_past_a_head_moved_back_fail_the_walk(any_services: Services) -> 
 
 
 def test_a_float_never_enters_the_log(any_services: Services) -> None:
-    from memoryd.errors import ValidationError
+    from memoryd.kernel.errors import ValidationError
 
     with pytest.raises(ValidationError, match="events hold no floats"):
         any_services.store.append_rows([dict(stream_id="test:float", stream_version=1, event_type="test.event",

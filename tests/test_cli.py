@@ -69,7 +69,7 @@ def test_projections_rebuild_reports_what_it_rebuilt(run: Callable[..., Result],
     services = make_services(sqlite_url)
     from commands.model import SaveMemory
     from events.types import EventMetadata
-    from memoryd.domain import Namespace
+    from memoryd.kernel.domain import Namespace
 
     for name in ("one", "two"):
         services.bus.handle(SaveMemory(name, "c", "d", None, Namespace("global", "")), EventMetadata(surface="cli"))

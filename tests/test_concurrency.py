@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from commands.model import DeleteMemory, SaveMemory
 from events.types import EventMetadata
 from memoryd.app.services import Services
-from memoryd.domain import Namespace
+from memoryd.kernel.domain import Namespace
 from tests.helpers import rebuild_equals_live, table_rows
 
 THREADS = 8

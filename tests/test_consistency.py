@@ -17,7 +17,7 @@ import pytest
 from api.app import create_app
 from events.types import EventMetadata, MemorySaved, memory_stream_id
 from memoryd.app.services import Services
-from memoryd.domain import Memory
+from memoryd.kernel.domain import Memory
 from tests.helpers import caller_factory, names
 from workers import jobs
 

@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import select
 
 from memoryd.app.services import Services
-from memoryd.directory import Directory, Principal
-from memoryd.errors import NotFound, ValidationError
-from memoryd.schema import tokens
+from memoryd.kernel.errors import NotFound, ValidationError
+from memoryd.storage.directory import Directory, Principal
+from memoryd.storage.schema import tokens
 from tests.helpers import MakeCaller
 
 

@@ -18,8 +18,8 @@ import pytest
 from commands.model import SaveMemory
 from events.types import EventMetadata
 from memoryd.bootstrap import analyzer_for
-from memoryd.config import Config, load_config
-from memoryd.domain import Namespace
+from memoryd.kernel.config import Config, load_config
+from memoryd.kernel.domain import Namespace
 from tests.conftest import REDIS_URL
 from tests.doc_examples import DOCS, ROOT, code_blocks, error_messages, readme_walkthrough, run_pasted
 from tests.helpers import LiveServer, make_services

@@ -1,4 +1,4 @@
-"""Statements on the driver's cursor (``memoryd.driver``) behave as the same Core statements do.
+"""Statements on the driver's cursor (``memoryd.storage.driver``) behave as the same Core statements do.
 
 A save's hot statements run there; what a caller sees must not change: the same rows with JSON decoded,
 the same exceptions (a unique key's ``IntegrityError``, parameters hidden), and a lost connection that
@@ -15,8 +15,8 @@ from sqlalchemy.exc import IntegrityError, OperationalError, StatementError
 
 from events.types import EventMetadata, memory_stream_id
 from memoryd.app.services import Services
-from memoryd.driver import DriverStatement, Transaction
-from memoryd.schema import event_head, events
+from memoryd.storage.driver import DriverStatement, Transaction
+from memoryd.storage.schema import event_head, events
 from tests.helpers import make_services, saved_event
 
 _EVENTS_OF_STREAM = select(events).where(events.c.stream_id == bindparam("stream")).order_by(events.c.position)

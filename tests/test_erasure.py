@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from memoryd.app.services import Services
 from memoryd.cli import main
-from memoryd.schema import search_snapshots
+from memoryd.storage.schema import search_snapshots
 from tests.helpers import Caller, MakeCaller
 
 ERASURES = "/v1/api/admin/erasures"
@@ -105,7 +105,7 @@ def test_a_forged_stub_without_an_erasure_fails_the_chain(erasable: tuple[Caller
     from sqlalchemy import update
 
     from events.types import ErasedEvent
-    from memoryd.schema import events
+    from memoryd.storage.schema import events
 
     with any_services.database.write() as conn:  # content removed behind the log's back, dressed as an erasure
         conn.execute(update(events).where(events.c.position == 1).values(payload=ErasedEvent.stub(99, "x")))

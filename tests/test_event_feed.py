@@ -14,7 +14,7 @@ from commands.model import DeleteMemory, SaveMemory
 from events.types import EventMetadata
 from memoryd.app.services import Services
 from memoryd.cli import main
-from memoryd.domain import Namespace
+from memoryd.kernel.domain import Namespace
 from tests.helpers import Caller, make_services, table_rows
 
 GLOBAL = Namespace("global", "")

@@ -18,8 +18,8 @@ from events.store import ConcurrencyConflict
 from events.types import EventMetadata, MemorySaved, memory_stream_id
 from events.whole_log import verify_chain
 from memoryd.app.services import Services
-from memoryd.domain import Memory
-from memoryd.schema import events, metadata
+from memoryd.kernel.domain import Memory
+from memoryd.storage.schema import events, metadata
 from tests.helpers import GLOBAL, rebuild_equals_live, save_memory
 
 
@@ -158,7 +158,7 @@ def test_a_log_at_0012_comes_through_the_rebuild_event_for_event(any_services: S
     row is kept as it was, the chain verifies, and appends go on from the head, writing no sequence row."""
     from alembic import command
 
-    from memoryd import migrate
+    from memoryd.storage import migrate
 
     for number in range(5):
         save_memory(any_services, f"note_{number}", f"version {number}")

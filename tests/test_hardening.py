@@ -23,8 +23,8 @@ from api.idempotency import _fingerprint
 from events.idempotency import LEASE
 from events.types import EventMetadata, MemorySaved, memory_stream_id
 from memoryd.app.services import Services
-from memoryd.domain import Memory, utc_timestamp
-from memoryd.schema import events, idempotency_keys, projects, sessions, workstreams
+from memoryd.kernel.domain import Memory, utc_timestamp
+from memoryd.storage.schema import events, idempotency_keys, projects, sessions, workstreams
 from tests.helpers import Caller, MakeCaller, caller_factory
 
 MEMORIES = "/v1/api/memories"

@@ -14,7 +14,7 @@ from sqlalchemy import text
 from api.app import create_app
 from memoryd.app.services import Services
 from memoryd.bootstrap import build_services
-from memoryd.config import Config, StorageSettings
+from memoryd.kernel.config import Config, StorageSettings
 from tests.helpers import Caller, caller_factory, make_services
 
 PROJECTIONS = ("structured_memories", "projects")

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import select, update
 
 from memoryd.app.services import Services
-from memoryd.schema import idempotency_keys
+from memoryd.storage.schema import idempotency_keys
 from tests.helpers import until
 
 if TYPE_CHECKING:

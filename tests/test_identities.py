@@ -15,7 +15,7 @@ from sqlalchemy import update
 
 from events.whole_log import verify_chain
 from memoryd.app.services import Services
-from memoryd.schema import events, sessions, tokens
+from memoryd.storage.schema import events, sessions, tokens
 from tests.helpers import AgentSession, Caller, MakeCaller, World
 
 USERS, TOKENS, SESSIONS, AUDIT = "/v1/api/admin/users", "/v1/api/admin/tokens", "/v1/api/admin/sessions", \
@@ -282,8 +282,8 @@ def test_migration_0014_upgrades_a_database_with_duplicate_names_by_renaming_the
     from sqlalchemy import insert, select, text
     from sqlalchemy.exc import IntegrityError
 
-    from memoryd import migrate
-    from memoryd.schema import users
+    from memoryd.storage import migrate
+    from memoryd.storage.schema import users
 
     settings = migrate._alembic_config()
     with any_services.database.write() as conn:
@@ -294,7 +294,7 @@ def test_migration_0014_upgrades_a_database_with_duplicate_names_by_renaming_the
             conn.execute(text("INSERT INTO users (user_id, name, created) VALUES (:u, 'alice', :c)"),
                          {"u": user_id, "c": created})
         conn.execute(text("INSERT INTO users (user_id, name, created) VALUES ('u4', 'alice (2)', '2026-01-04')"))
-    caplog.set_level("WARNING", logger="memoryd.migrations")
+    caplog.set_level("WARNING", logger="memoryd.storage.migrations")
     migrate.upgrade(any_services.database)
     with any_services.database.read() as conn:
         names = dict(conn.execute(select(users.c.user_id, users.c.name)).all())

@@ -25,8 +25,8 @@ from commands.projects import (
 )
 from events.types import EventMetadata
 from memoryd.app.services import Services
-from memoryd.domain import Namespace
-from memoryd.errors import ValidationError
+from memoryd.kernel.domain import Namespace
+from memoryd.kernel.errors import ValidationError
 from tests.isolation import rules
 
 MATRIX = Path(__file__).parent / "isolation" / "matrix.md"

@@ -8,7 +8,7 @@ import random
 from commands.projects import CreateProject, GrantProjectAccess
 from events.types import EventMetadata
 from memoryd.app.services import Services
-from memoryd.sessions import Session
+from memoryd.storage.sessions import Session
 from projections.queries import get_memory
 from tests.helpers import present
 

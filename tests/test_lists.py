@@ -15,9 +15,9 @@ from sqlalchemy import event, func, select
 from commands.model import DeleteMemory, SaveMemory
 from events.types import EventMetadata, MemoryDeleted, MemoryUpdated, RecordedEvent
 from memoryd.app.services import Services
-from memoryd.domain import MEMORY_TYPES, Namespace
-from memoryd.driver import Transaction
-from memoryd.schema import memory_counts, structured_memories
+from memoryd.kernel.domain import MEMORY_TYPES, Namespace
+from memoryd.storage.driver import Transaction
+from memoryd.storage.schema import memory_counts, structured_memories
 from projections.filters import MemoryFilter, ScopePattern
 from projections.queries import _NEWEST, _merged, count_memories, list_memories
 from tests.helpers import make_services, memory_counts_by_namespace, rebuild_equals_live, table_rows
@@ -179,7 +179,7 @@ def test_a_database_at_0011_gets_its_counts_recomputed_and_kept_by_the_tables_tr
     were kept by the projection, and from then on any row written, moved or removed counts, however it got there."""
     from alembic import command
 
-    from memoryd import migrate
+    from memoryd.storage import migrate
 
     churn(any_services, seed=12, writes=60)
     recount = memory_counts_by_namespace(any_services)

@@ -12,7 +12,7 @@ from commands.handlers import Dependencies, save_memory
 from commands.model import SaveMemory
 from events.types import EventMetadata
 from memoryd.app.services import Services
-from memoryd.domain import Namespace
+from memoryd.kernel.domain import Namespace
 from projections.queries import ProjectedMemoryLocator
 
 TYPES_OR_UNSET = st.sampled_from(["user", "general", "feedback", "reference", None])

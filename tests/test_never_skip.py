@@ -24,9 +24,9 @@ from events.transaction import AppendTransaction
 from events.types import EventMetadata, memory_stream_id
 from events.whole_log import verify_chain
 from memoryd.app.services import Services
-from memoryd.db import Database
-from memoryd.driver import Transaction
-from memoryd.schema import events, projection_gaps
+from memoryd.storage.db import Database
+from memoryd.storage.driver import Transaction
+from memoryd.storage.schema import events, projection_gaps
 from projections.projector import Projector
 from tests.helpers import RecordingProjection, make_services, saved_event, until
 

@@ -13,7 +13,7 @@ import pytest
 
 from api.app import create_app
 from memoryd.app.services import Services
-from memoryd.config import MemorySettings
+from memoryd.kernel.config import MemorySettings
 from tests.helpers import AgentSession, World, free_port, http_call, make_services, wait_until_serving
 
 

@@ -24,8 +24,8 @@ from events.idempotency import IdempotencyClaim, IdempotencyKeyTaken
 from events.types import EventMetadata, MemorySaved, memory_stream_id
 from events.whole_log import verify_chain
 from memoryd.app.services import Services
-from memoryd.domain import Memory, Namespace
-from memoryd.schema import events, projection_checkpoints, projection_faults
+from memoryd.kernel.domain import Memory, Namespace
+from memoryd.storage.schema import events, projection_checkpoints, projection_faults
 from tests.helpers import make_services, present, rebuild_equals_live, refuse_events, refuse_memory_rows, table_rows
 
 GLOBAL = Namespace("global", "")

@@ -25,7 +25,7 @@ from sqlalchemy import create_engine, select
 
 from api.app import create_app
 from memoryd.app.services import Services
-from memoryd.schema import idempotency_keys
+from memoryd.storage.schema import idempotency_keys
 from tests.helpers import caller_factory, free_port, http_call, make_services, until, wait_until_serving
 from tests.own_postgres import OwnPostgres
 

@@ -3,8 +3,8 @@
 from commands.model import DeleteMemory, DeleteMemoryById
 from events.types import EventMetadata
 from memoryd.app.services import Services
-from memoryd.domain import Namespace
-from memoryd.driver import Transaction
+from memoryd.kernel.domain import Namespace
+from memoryd.storage.driver import Transaction
 from tests.helpers import rebuild_equals_live, save_memory, table_rows
 
 GLOBAL = Namespace("global", "")

@@ -17,7 +17,7 @@ from sqlalchemy import select
 from api.app import create_app
 from memoryd.app.services import Services
 from memoryd.cli import main
-from memoryd.schema import events
+from memoryd.storage.schema import events
 from tests.helpers import (
     Caller,
     a_memory,

@@ -15,8 +15,8 @@ from commands.projects import CreateProject
 from events.types import EventMetadata
 from memoryd.app.services import Services
 from memoryd.cli import main
-from memoryd.domain import Namespace
-from memoryd.schema import memory_counts, search_snapshots, structured_memories
+from memoryd.kernel.domain import Namespace
+from memoryd.storage.schema import memory_counts, search_snapshots, structured_memories
 from tests.helpers import table_rows
 
 GLOBAL = Namespace("global", "")

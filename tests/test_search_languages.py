@@ -17,8 +17,8 @@ from api.app import create_app
 from memoryd.app.services import Services
 from memoryd.bootstrap import build_services
 from memoryd.cli import main
-from memoryd.config import Config, SearchSettings, StorageSettings, load_config
-from memoryd.errors import ConfigError
+from memoryd.kernel.config import Config, SearchSettings, StorageSettings, load_config
+from memoryd.kernel.errors import ConfigError
 from projections.filters import MemoryFilter
 from tests.helpers import Caller, caller_factory, make_services
 

@@ -9,7 +9,7 @@ import pytest
 from commands.model import DeleteMemory, SaveMemory
 from events.types import EventMetadata
 from memoryd.app.services import Services
-from memoryd.domain import Namespace
+from memoryd.kernel.domain import Namespace
 from projections.search import SearchIndex, SnapshotFormatError
 from tests.helpers import GLOBAL_FILTER, Caller
 
@@ -66,8 +66,8 @@ def test_a_snapshot_from_another_index_version_is_refused_and_the_log_rebuilds_i
     import numpy as np
 
     from memoryd.bootstrap import build_services
-    from memoryd.config import Config, SearchSettings, StorageSettings
-    from memoryd.schema import search_snapshots
+    from memoryd.kernel.config import Config, SearchSettings, StorageSettings
+    from memoryd.storage.schema import search_snapshots
 
     old = io.BytesIO()
     np.savez(old, position=np.array([5], np.int64))  # the first layout had no "format" entry

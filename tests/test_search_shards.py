@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from events.types import DomainEvent, MemoryDeleted, MemorySaved, MemoryUpdated
-from memoryd.domain import Memory
+from memoryd.kernel.domain import Memory
 from projections.filters import MemoryFilter, ScopePattern
 from projections.search import Hit, SearchIndex, Statistics, Tuning
 from tests.helpers import memory, recorded

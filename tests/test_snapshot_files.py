@@ -17,8 +17,8 @@ from commands.model import SaveMemory
 from events.types import EventMetadata, MemoryDeleted, MemorySaved, MemoryUpdated, RecordedEvent
 from memoryd.app.services import Services
 from memoryd.bootstrap import build_services
-from memoryd.domain import Memory, Namespace
-from memoryd.schema import search_snapshots
+from memoryd.kernel.domain import Memory, Namespace
+from memoryd.storage.schema import search_snapshots
 from projections.filters import MemoryFilter
 from projections.search import SearchIndex, snapshot
 from projections.search.snapshot import SnapshotCorrupt, SnapshotFormatError

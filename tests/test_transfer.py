@@ -12,7 +12,7 @@ from click.testing import CliRunner, Result
 
 from memoryd.bootstrap import build_services
 from memoryd.cli import main
-from memoryd.config import Config, SearchSettings, StorageSettings
+from memoryd.kernel.config import Config, SearchSettings, StorageSettings
 from projections.filters import MemoryFilter, ScopePattern
 from tests.helpers import make_services, rebuild_equals_live, table_rows
 
@@ -106,7 +106,7 @@ def test_a_rebuilt_search_snapshot_lets_a_new_process_answer_without_replaying_t
 def test_a_process_started_from_a_snapshot_follows_the_log_from_there(sqlite_url: str) -> None:
     from commands.model import SaveMemory
     from events.types import EventMetadata
-    from memoryd.domain import Namespace
+    from memoryd.kernel.domain import Namespace
 
     services = make_services(sqlite_url)
     def save(name: str, text: str) -> None:

@@ -7,7 +7,7 @@ import hashlib
 from sqlalchemy import Table, func, select
 
 from memoryd.app.services import Services
-from memoryd.schema import memory_access, nudge_deliveries, turn_receipts
+from memoryd.storage.schema import memory_access, nudge_deliveries, turn_receipts
 from tests.helpers import MakeCaller, World
 
 

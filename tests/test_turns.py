@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from memoryd.app.services import Services
-from memoryd.config import MemorySettings
+from memoryd.kernel.config import MemorySettings
 from projections.search import SearchIndex
 from tests.helpers import PROJECTS, AgentSession, World
 

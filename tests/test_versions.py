@@ -15,10 +15,10 @@ from alembic import command
 
 from commands.model import DeleteMemory, SaveMemory
 from events.types import EventMetadata
-from memoryd import migrate
 from memoryd.app.services import Services
-from memoryd.domain import Namespace
-from memoryd.errors import NotFound, VersionMismatch
+from memoryd.kernel.domain import Namespace
+from memoryd.kernel.errors import NotFound, VersionMismatch
+from memoryd.storage import migrate
 from tests.helpers import World, rebuild_equals_live, table_rows
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ import pytest
 from events.store import ConcurrencyConflict
 from events.types import EventMetadata, MemorySaved, memory_stream_id
 from memoryd.app.services import Services
-from memoryd.domain import Memory, Namespace
+from memoryd.kernel.domain import Memory, Namespace
 from projections.projector import Projector
 from tests.helpers import (
     RecordingProjection,

@@ -22,7 +22,7 @@ from redis.exceptions import RedisError
 from rq import Queue
 
 from events.transaction import AppendTransaction
-from memoryd.queue_health import QueueHealth
+from memoryd.kernel.queue_health import QueueHealth
 from projections.dispatch import InProcessDispatcher
 from projections.projector import Projector
 

@@ -959,7 +959,7 @@ def part7(shared: Shared) -> None:
 
 def services_for(url: str):  # type: ignore[no-untyped-def]
     from memoryd.bootstrap import build_services
-    from memoryd.config import Config, StorageSettings
+    from memoryd.kernel.config import Config, StorageSettings
 
     return build_services(Config(storage=StorageSettings(database_url=url)))
 
@@ -976,8 +976,8 @@ def ensure_database(shared: Shared) -> tuple[object, bool]:
     assert shared.workdir is not None
     path = Path(args.db) if args.db else shared.workdir / "memoryd.db"
     shared.database_url = f"sqlite:///{path.resolve()}"
-    from memoryd import migrate
     from memoryd.app.transfer import import_memories
+    from memoryd.storage import migrate
 
     shared.ensure_corpus()
     assert shared.corpus is not None
@@ -1037,7 +1037,7 @@ def part5(shared: Shared) -> None:
     with services.database.read() as conn:  # type: ignore[attr-defined]
         from sqlalchemy import func, select
 
-        from memoryd.schema import search_snapshots
+        from memoryd.storage.schema import search_snapshots
         blob_bytes = conn.execute(select(func.max(func.length(search_snapshots.c.data)))).scalar_one()
     del loaded
     print("\n| step | s | target | |")

@@ -36,7 +36,7 @@ def load(root: Path) -> dict[str, Any]:
         from corpus import CorpusSpec, generate, make_queries
 
         from events.types import MemorySaved, RecordedEvent
-        from memoryd.domain import Memory
+        from memoryd.kernel.domain import Memory
         from projections.filters import MemoryFilter, ScopePattern
         from projections.search import SearchIndex
     finally:

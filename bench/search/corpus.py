@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-MEMORY_TYPES = ("feedback", "general", "reference", "user")  # memoryd.domain.MEMORY_TYPES
+MEMORY_TYPES = ("feedback", "general", "reference", "user")  # memoryd.kernel.domain.MEMORY_TYPES
 TYPE_WEIGHTS = (0.10, 0.60, 0.20, 0.10)
 NAME_MIN_RANK = 50  # names are content words: skip the stop-word-like head of the distribution
 _CHUNK = 25_000  # memories per text-building chunk

@@ -22,7 +22,7 @@ sys.path.insert(0, "bench/search")
 from corpus import CorpusSpec, generate, make_queries  # noqa: E402
 
 from events.types import MemorySaved, RecordedEvent  # noqa: E402
-from memoryd.domain import Memory  # noqa: E402
+from memoryd.kernel.domain import Memory  # noqa: E402
 from projections.filters import MemoryFilter, ScopePattern  # noqa: E402
 from projections.search import SearchIndex  # noqa: E402
 

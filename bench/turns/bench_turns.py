@@ -51,14 +51,14 @@ from rank_bm25 import BM25Okapi  # noqa: E402
 from sqlalchemy import and_, or_, select  # noqa: E402
 
 from events.types import EventMetadata, MemorySaved, memory_stream_id  # noqa: E402
-from memoryd import migrate  # noqa: E402
 from memoryd.app.scope import resolve  # noqa: E402
 from memoryd.app.turn import TurnRequest, block  # noqa: E402
 from memoryd.bootstrap import build_services  # noqa: E402
-from memoryd.config import Config, StorageSettings  # noqa: E402
-from memoryd.domain import Memory, utc_timestamp  # noqa: E402
-from memoryd.schema import structured_memories as table  # noqa: E402
-from memoryd.sessions import Session  # noqa: E402
+from memoryd.kernel.config import Config, StorageSettings  # noqa: E402
+from memoryd.kernel.domain import Memory, utc_timestamp  # noqa: E402
+from memoryd.storage import migrate  # noqa: E402
+from memoryd.storage.schema import structured_memories as table  # noqa: E402
+from memoryd.storage.sessions import Session  # noqa: E402
 from projections.filters import MemoryFilter  # noqa: E402
 
 FETCH_LIMIT, K = 50, 5

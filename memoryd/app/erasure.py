@@ -22,9 +22,9 @@ from events.erasure import AT_ONCE
 from events.idempotency import IdempotencyClaim
 from events.store import EventStore
 from events.types import ErasedEvent, EventMetadata, MemoriesErased
-from memoryd.db import Database
-from memoryd.errors import NotFound
-from memoryd.schema import event_type_is, events, idempotency_keys, search_snapshots, structured_memories
+from memoryd.kernel.errors import NotFound
+from memoryd.storage.db import Database
+from memoryd.storage.schema import event_type_is, events, idempotency_keys, search_snapshots, structured_memories
 from projections.projector import Projector
 from projections.search import SearchService
 

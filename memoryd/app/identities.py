@@ -27,11 +27,11 @@ from events.types import (
     UserDeactivated,
     UserReactivated,
 )
-from memoryd.directory import Directory, TokenRecord, UserRecord, expiry
-from memoryd.domain import utc_timestamp
-from memoryd.errors import NotFound, ValidationError
-from memoryd.sessions import Session, Sessions
-from memoryd.text import checked_text
+from memoryd.kernel.domain import utc_timestamp
+from memoryd.kernel.errors import NotFound, ValidationError
+from memoryd.kernel.text import checked_text
+from memoryd.storage.directory import Directory, TokenRecord, UserRecord, expiry
+from memoryd.storage.sessions import Session, Sessions
 
 MAX_REASON = 1_000
 OPERATOR = EventMetadata(actor_user_id="cli", surface="cli")  # the command line: database access is the authority

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 
 from events.store import EventStore
 from events.streams import live_project
-from memoryd.directory import Directory, Workstream
-from memoryd.domain import Namespace
-from memoryd.projects import ACTIVE, Project
-from memoryd.sessions import Session
+from memoryd.kernel.domain import Namespace
+from memoryd.kernel.projects import ACTIVE, Project
+from memoryd.storage.directory import Directory, Workstream
+from memoryd.storage.sessions import Session
 from projections.filters import MemoryFilter, ScopePattern
 
 

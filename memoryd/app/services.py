@@ -18,11 +18,11 @@ from memoryd.app.identities import Identities
 from memoryd.app.tool import MemoryTool
 from memoryd.app.turn import TurnComposer
 from memoryd.app.workstreams import Workstreams
-from memoryd.config import Config
-from memoryd.db import Database
-from memoryd.directory import Directory
-from memoryd.queue_health import QueueHealth
-from memoryd.sessions import Sessions
+from memoryd.kernel.config import Config
+from memoryd.kernel.queue_health import QueueHealth
+from memoryd.storage.db import Database
+from memoryd.storage.directory import Directory
+from memoryd.storage.sessions import Sessions
 from projections.memory_table import MemoryTableProjection
 from projections.projector import Projector
 from projections.search import SearchService
@@ -52,4 +52,4 @@ class Services:
     erasures: Erasures
     identities: Identities
     locator: MemoryLocator  # which stream holds a memory id (the read model, then the log)
-    queue_health: QueueHealth | None = None  # with Redis: whether the worker queue answers (memoryd.queue_health)
+    queue_health: QueueHealth | None = None  # with Redis: whether the worker queue answers (memoryd.kernel.queue_health)

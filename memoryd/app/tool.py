@@ -38,9 +38,7 @@ from events.types import (
 )
 from memoryd.app.scope import SessionScope, WorkstreamGone, patterns, resolve
 from memoryd.app.turn.tools import ToolNames
-from memoryd.db import Database
-from memoryd.directory import Directory
-from memoryd.domain import (
+from memoryd.kernel.domain import (
     SCOPES,
     Memory,
     Namespace,
@@ -48,9 +46,11 @@ from memoryd.domain import (
     clean_type_filter,
     utc_timestamp,
 )
-from memoryd.errors import MemorydError, NotFound, StorageError, ValidationError, VersionMismatch
-from memoryd.sessions import Session
-from memoryd.text import checked_identifier, checked_text
+from memoryd.kernel.errors import MemorydError, NotFound, StorageError, ValidationError, VersionMismatch
+from memoryd.kernel.text import checked_identifier, checked_text
+from memoryd.storage.db import Database
+from memoryd.storage.directory import Directory
+from memoryd.storage.sessions import Session
 from projections.filters import MemoryFilter, ScopePattern
 from projections.queries import find_memory, list_memories, record_access
 from projections.search import SearchService

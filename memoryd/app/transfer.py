@@ -14,9 +14,9 @@ from typing import IO, Any
 from commands.bus import CommandBus
 from commands.model import SaveMemory
 from events.types import EventMetadata
-from memoryd.db import Database
-from memoryd.domain import REST_MAX_CONTENT, SCOPES, Namespace
-from memoryd.errors import ValidationError
+from memoryd.kernel.domain import REST_MAX_CONTENT, SCOPES, Namespace
+from memoryd.kernel.errors import ValidationError
+from memoryd.storage.db import Database
 from projections.queries import iter_memories
 
 EXPORTED_FIELDS = ("memory_id", "name", "description", "type", "scope", "scope_id", "content", "created", "updated")

@@ -6,8 +6,8 @@ from typing import Any
 
 from events.store import EventStore
 from events.streams import live_project
-from memoryd.directory import Directory, Within, Workstream
-from memoryd.errors import NotFound
+from memoryd.kernel.errors import NotFound
+from memoryd.storage.directory import Directory, Within, Workstream
 
 
 class Workstreams:

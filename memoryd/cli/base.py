@@ -10,13 +10,13 @@ from typing import Any, TypeVar, cast
 import click
 from sqlalchemy.exc import DBAPIError
 
-from memoryd import migrate
 from memoryd.app.services import Services
 from memoryd.bootstrap import build_services, prepare_database
-from memoryd.config import Config, load_config
-from memoryd.db import require_existing, unavailable
-from memoryd.errors import MemorydError
-from memoryd.logs import configure_logging
+from memoryd.kernel.config import Config, load_config
+from memoryd.kernel.errors import MemorydError
+from memoryd.kernel.logs import configure_logging
+from memoryd.storage import migrate
+from memoryd.storage.db import require_existing, unavailable
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -11,8 +11,8 @@ import click
 
 from memoryd.cli.base import command_services, reported
 from memoryd.cli.directory import projects_group, sessions_group, tokens, users, workstreams
-from memoryd.domain import utc_timestamp
-from memoryd.listings import Page, list_sessions, list_tokens, list_users, list_workstreams
+from memoryd.kernel.domain import utc_timestamp
+from memoryd.storage.listings import Page, list_sessions, list_tokens, list_users, list_workstreams
 from projections.project_tables import list_projects
 
 

@@ -15,11 +15,11 @@ from redis.exceptions import RedisError
 
 from commands.supersede import SupersedeEvent
 from events.types import EventMetadata
-from memoryd import migrate
 from memoryd.app.transfer import export_memories, import_memories, read_commands
 from memoryd.cli.base import command_services, main, reported
-from memoryd.db import Database
-from memoryd.logs import configure_logging
+from memoryd.kernel.logs import configure_logging
+from memoryd.storage import migrate
+from memoryd.storage.db import Database
 from projections.filters import MemoryFilter
 from projections.queries import count_memories
 from projections.verify import ReadModelVerifier, TableProjection

@@ -25,7 +25,7 @@ import numpy as np
 
 import projections.search.snapshot as snapshot
 from events.types import MEMORY_EVENTS, ErasedEvent, MemoriesErased, MemoryDeleted, MemoryEvent, RecordedEvent
-from memoryd.domain import Memory
+from memoryd.kernel.domain import Memory
 from projections.filters import MemoryFilter
 from projections.search.analysis import Analyzer
 from projections.search.labels import Labels, SlotsById

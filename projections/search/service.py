@@ -32,8 +32,8 @@ from events.erasure import newest_erasure
 from events.store import EventStore, take_append_lock
 from events.streams import memory_versions
 from events.types import ErasedEvent, EventSuperseded, MemoriesErased, RecordedEvent
-from memoryd.domain import Memory, utc_timestamp
-from memoryd.schema import search_snapshots
+from memoryd.kernel.domain import Memory, utc_timestamp
+from memoryd.storage.schema import search_snapshots
 from projections.filters import MemoryFilter
 from projections.projector import Fault, ProjectionStopped
 from projections.queries import memories_in_order

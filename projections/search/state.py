@@ -13,7 +13,7 @@ from itertools import count
 
 import numpy as np
 
-from memoryd.domain import MEMORY_TYPES
+from memoryd.kernel.domain import MEMORY_TYPES
 from projections.search.analysis import Analyzer
 from projections.search.labels import Labels, SlotsById
 from projections.search.parts import Delta, Segment

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.config import Config, load_config
-from memoryd.errors import ConfigError
+from memoryd.kernel.config import Config, load_config
+from memoryd.kernel.errors import ConfigError
 
 
 def _write(tmp_path: Path, text: str) -> Path:

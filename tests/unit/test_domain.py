@@ -6,14 +6,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memoryd.domain import (
+from memoryd.kernel.domain import (
     MAX_NAME_LENGTH,
     clean_name,
     clean_type,
     normalize_name,
 )
-from memoryd.errors import ValidationError
-from memoryd.text import checked_identifier, checked_text
+from memoryd.kernel.errors import ValidationError
+from memoryd.kernel.text import checked_identifier, checked_text
 
 
 @given(st.text())

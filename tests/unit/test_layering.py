@@ -8,8 +8,12 @@ From the top down:
 3. application services, ``memoryd.app``;
 4. ``commands`` and ``projections`` (siblings: neither imports the other);
 5. ``events``;
-6. the kernel: the rest of ``memoryd`` (domain rules, errors, config, schema, db,
-   directory, sessions), which imports no layer.
+6. storage, ``memoryd.storage`` (the database, schema, migrations, directory, sessions);
+7. the kernel, ``memoryd.kernel`` (domain rules, text, errors, config, logs, the queue's health), which
+   imports no layer.
+
+``memoryd`` itself holds only the floor plan (``__init__``), ``__main__``, the composition root,
+``app`` and ``cli``: a module anywhere else in it belongs to no floor and fails the test.
 
 A module may import its own group and anything below it. Imports inside
 functions count: a lazy import is still a dependency.
@@ -26,16 +30,19 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("memoryd", "api", "workers", "commands", "projections", "events")
 TOP = {"memoryd.bootstrap", "memoryd.cli", "memoryd.__main__", "api.wsgi", "workers.runner"}
-RANKS = {"top": 6, "api": 5, "workers": 5, "memoryd.app": 4, "commands": 3, "projections": 3, "events": 2, "kernel": 1}
+RANKS = {"top": 7, "api": 6, "workers": 6, "memoryd.app": 5, "commands": 4, "projections": 4, "events": 3,
+         "memoryd.storage": 2, "memoryd.kernel": 1, "floor plan": 0}
+FLOORS = ("memoryd.app", "memoryd.storage", "memoryd.kernel")
 
 
 def group(module: str) -> str:
     if module in TOP or any(module.startswith(f"{top}.") for top in TOP):
         return "top"
-    if module == "memoryd.app" or module.startswith("memoryd.app."):
-        return "memoryd.app"
+    for floor in FLOORS:
+        if module == floor or module.startswith(f"{floor}."):
+            return floor
     package = module.split(".")[0]
-    return "kernel" if package == "memoryd" else package
+    return "floor plan" if module == "memoryd" else "no floor" if package == "memoryd" else package
 
 
 def modules(root: Path = ROOT) -> dict[str, Path]:
@@ -72,6 +79,10 @@ def violations(graph: dict[str, set[str]]) -> list[str]:
     found = []
     for module, targets in sorted(graph.items()):
         source = group(module)
+        if source == "no floor":
+            found.append(f"{module}: on no floor (memoryd/ holds only the floor plan, __main__, bootstrap, app, cli, "
+                         "kernel and storage)")
+            continue
         for target in sorted(targets):
             destination = group(target)
             if target == "memoryd.bootstrap" and source != "top":
@@ -136,7 +147,12 @@ def test_every_import_follows_the_layers_and_no_modules_form_a_cycle() -> None:
 
 
 @pytest.mark.parametrize(("module", "line", "expected"), [
-    ("memoryd.domain", "from api.app import create_app", "memoryd.domain -> api.app: kernel may not import api"),
+    ("memoryd.kernel.domain", "from api.app import create_app",
+     "memoryd.kernel.domain -> api.app: memoryd.kernel may not import api"),
+    ("memoryd.kernel.text", "from memoryd.storage.db import Database",
+     "memoryd.kernel.text -> memoryd.storage.db: memoryd.kernel may not import memoryd.storage"),
+    ("memoryd.storage.schema", "from events.types import MemorySaved",
+     "memoryd.storage.schema -> events.types: memoryd.storage may not import events"),
     ("events.store", "from commands.model import SaveMemory", "events.store -> commands.model: events may not import commands"),
     ("commands.handlers", "from projections.queries import get_memory",
      "commands.handlers -> projections.queries: commands may not import projections"),
@@ -149,6 +165,12 @@ def test_the_check_fails_on_a_deliberate_upward_import(module: str, line: str, e
     known = set(graph)
     graph[module] = graph[module] | set(imports(module, line, known))
     assert expected in violations(graph)
+
+
+def test_a_module_loose_in_memoryd_is_on_no_floor() -> None:
+    assert violations({"memoryd.helpers": set()}) == [
+        "memoryd.helpers: on no floor (memoryd/ holds only the floor plan, __main__, bootstrap, app, cli, kernel "
+        "and storage)"]
 
 
 def test_the_check_finds_a_cycle() -> None:

@@ -18,7 +18,7 @@ from events.types import (
     MemorySaved,
     MemoryUpdated,
 )
-from memoryd.domain import Memory
+from memoryd.kernel.domain import Memory
 from projections.filters import MemoryFilter, ScopePattern
 from projections.search import Analyzer, SearchIndex
 from projections.search.ranking import K1, B, idf

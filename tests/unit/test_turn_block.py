@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memoryd.app.turn.block import CONTENT_CHARS, hint, render, system_content
-from memoryd.domain import Memory
+from memoryd.kernel.domain import Memory
 
 STRUCTURE = st.sampled_from(['<', '>', '&', '"', "'", "\n", " ", "/", "=", "memory", "memories", "&lt;", "&#x27;"])
 TEXT = st.lists(STRUCTURE | st.characters(blacklist_categories=["Cs"]), max_size=300).map("".join)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memoryd.app.turn.tools import SPEC_TOOLS, ToolNames
-from memoryd.domain import Memory
+from memoryd.kernel.domain import Memory
 
 CONTENT_CHARS = 500
 OPEN, CLOSE = "<memories>", "</memories>"

@@ -44,12 +44,12 @@ from memoryd.app.turn.answers import Item, Turn, TurnReceipt, sha256
 from memoryd.app.turn.conversation import conversation_length
 from memoryd.app.turn.request import Signal, TurnRequest
 from memoryd.app.turn.tools import ToolNames
-from memoryd.config import MemorySettings
-from memoryd.db import Database
-from memoryd.directory import Directory
-from memoryd.domain import Memory, utc_timestamp
-from memoryd.errors import Conflict, ValidationError
-from memoryd.sessions import Session
+from memoryd.kernel.config import MemorySettings
+from memoryd.kernel.domain import Memory, utc_timestamp
+from memoryd.kernel.errors import Conflict, ValidationError
+from memoryd.storage.db import Database
+from memoryd.storage.directory import Directory
+from memoryd.storage.sessions import Session
 from projections.queries import record_access
 from projections.search import Candidate, SearchIndex, SearchService
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memoryd.errors import ValidationError
+from memoryd.kernel.errors import ValidationError
 
 CONTEXT_TEXTS = 3
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")

@@ -15,7 +15,7 @@ from sqlalchemy import Connection, bindparam, delete, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from memoryd.schema import nudge_deliveries, sessions, turn_receipts
+from memoryd.storage.schema import nudge_deliveries, sessions, turn_receipts
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import Any
 
 from memoryd.app.turn.conversation import Message, context_of, messages_from, newest_user_text
 from memoryd.app.turn.tools import SPEC_TOOLS, ToolNames
-from memoryd.errors import ValidationError
+from memoryd.kernel.errors import ValidationError
 
 PLACEMENTS = ("system", "tail", "none")
 MAX_TURN_ID = 255

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memoryd.errors import ValidationError
+from memoryd.kernel.errors import ValidationError
 
 ACTIONS = ("save", "get", "search", "delete", "list")
 SPEC_TOOL = "memory"

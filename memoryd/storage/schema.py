@@ -145,7 +145,7 @@ tokens = Table(
     Column("name", Text, nullable=False, server_default=""),
     Column("prefix", String(8), nullable=False, server_default=""),  # "mdt_" and 4 characters; "" when unknown
     Column("expires_at", String(19), nullable=True),  # None: never
-    Column("last_used_at", String(19), nullable=True),  # kept to about a minute (memoryd/touches.py)
+    Column("last_used_at", String(19), nullable=True),  # kept to about a minute (memoryd/storage/touches.py)
     Column("revoked_at", String(19), nullable=True),
     Index("ix_tokens_user_id", "user_id"),
 )

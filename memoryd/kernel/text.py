@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from memoryd.errors import ValidationError
+from memoryd.kernel.errors import ValidationError
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # C0, DEL and C1

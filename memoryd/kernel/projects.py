@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from memoryd.errors import ValidationError
-from memoryd.text import checked_text
+from memoryd.kernel.errors import ValidationError
+from memoryd.kernel.text import checked_text
 
 ACTIVE, ARCHIVED = "active", "archived"
 ACCESS_LEVELS = ("read", "write")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memoryd.errors import ConfigError
+from memoryd.kernel.errors import ConfigError
 
 
 def default_database_url(environ: Mapping[str, str] | None = None) -> str:

@@ -22,12 +22,12 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from memoryd.db import Database
-from memoryd.domain import utc_timestamp
-from memoryd.errors import Conflict, NotFound, Refused, ValidationError
-from memoryd.schema import tokens, users, workstreams
-from memoryd.text import checked_identifier, checked_text
-from memoryd.touches import Touches
+from memoryd.kernel.domain import utc_timestamp
+from memoryd.kernel.errors import Conflict, NotFound, Refused, ValidationError
+from memoryd.kernel.text import checked_identifier, checked_text
+from memoryd.storage.db import Database
+from memoryd.storage.schema import tokens, users, workstreams
+from memoryd.storage.touches import Touches
 
 TOKEN_SCOPES = ("read", "write", "service")  # each implies the ones before it
 PERMISSIONS = ("admin.memories",)

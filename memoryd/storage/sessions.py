@@ -19,12 +19,12 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, bindparam, insert, select, update
 
-from memoryd.db import Database
-from memoryd.directory import INVALID, Directory, hash_token
-from memoryd.domain import utc_timestamp
-from memoryd.errors import NotFound, Refused, ValidationError
-from memoryd.schema import sessions, users
-from memoryd.text import checked_identifier
+from memoryd.kernel.domain import utc_timestamp
+from memoryd.kernel.errors import NotFound, Refused, ValidationError
+from memoryd.kernel.text import checked_identifier
+from memoryd.storage.db import Database
+from memoryd.storage.directory import INVALID, Directory, hash_token
+from memoryd.storage.schema import sessions, users
 
 KINDS = ("interactive", "coordinator")
 TOKEN_PREFIX = "mds_"

@@ -2,7 +2,7 @@
 
 from alembic import context
 
-from memoryd.schema import metadata
+from memoryd.storage.schema import metadata
 
 connection = context.config.attributes["connection"]
 context.configure(

@@ -3,7 +3,7 @@
 * The log's index by type leaves out the types every save writes (``memory.save``, ``memory.update``):
   they are most of the log and are read in position order; the rare ones (deletes, erasures, supersedes,
   project events) keep their index, now partial and in position order within a type, so the audit
-  trail's action filter reads one ordered range (``memoryd.schema.event_type_is``). Both backends.
+  trail's action filter reads one ordered range (``memoryd.storage.schema.event_type_is``). Both backends.
 * SQLite: ``events`` is rebuilt without ``AUTOINCREMENT``. Positions come from ``event_head``, never from
   the database, so its ``sqlite_sequence`` row was written on every append for nothing. The rebuild copies
   every row as it is (positions, digests and hashes), so the chain verifies as before; it reads and writes

@@ -11,8 +11,8 @@ import datetime as dt
 from dataclasses import dataclass, fields
 from typing import Any
 
-from memoryd.errors import ValidationError
-from memoryd.text import checked_identifier, checked_text
+from memoryd.kernel.errors import ValidationError
+from memoryd.kernel.text import checked_identifier, checked_text
 
 MEMORY_TYPES = ("feedback", "general", "reference", "user")
 SCOPES = ("global", "workstream", "user", "coordinator", "project")

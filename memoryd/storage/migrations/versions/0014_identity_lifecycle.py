@@ -3,7 +3,7 @@
 * ``users``: ``deactivated_at``; names become unique (``uq_users_name``). A database that already holds
   the same name more than once keeps the oldest user (by ``created``, then id) under it and renames each
   later one ``NAME (2)``, ``NAME (3)``, ... (the first such name that is free), logging every rename on
-  the ``memoryd.migrations`` logger: ids, tokens and memories are untouched, only the display name changes.
+  the ``memoryd.storage.migrations`` logger: ids, tokens and memories are untouched, only the display name changes.
 * ``tokens``: ``name``, ``prefix`` (``mdt_`` and 4 characters, for telling tokens apart in a list; "" for
   tokens made before this revision, whose clear value memoryd never kept), ``expires_at``,
   ``last_used_at``, ``revoked_at``, and an index by user.
@@ -27,7 +27,7 @@ down_revision = "0013"
 branch_labels = None
 depends_on = None
 
-log = logging.getLogger("memoryd.migrations")
+log = logging.getLogger("memoryd.storage.migrations")
 
 
 def upgrade() -> None:

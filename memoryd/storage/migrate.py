@@ -9,8 +9,8 @@ from alembic.config import Config as AlembicConfig
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
-from memoryd.db import Database
-from memoryd.errors import ConfigError
+from memoryd.kernel.errors import ConfigError
+from memoryd.storage.db import Database
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 

@@ -17,8 +17,8 @@ import time
 
 from sqlalchemy import Table, bindparam, or_, update
 
-from memoryd.db import Database
-from memoryd.domain import TIMESTAMP_FORMAT
+from memoryd.kernel.domain import TIMESTAMP_FORMAT
+from memoryd.storage.db import Database
 
 EVERY = 60  # seconds: how stale a mark may be
 log = logging.getLogger(__name__)

@@ -11,9 +11,9 @@ from typing import Any
 
 from sqlalchemy import Connection, Select, select
 
-from memoryd.directory import TokenRecord, UserRecord, Workstream, token_record
-from memoryd.schema import project_members, sessions, tokens, users, workstreams
-from memoryd.sessions import Session
+from memoryd.storage.directory import TokenRecord, UserRecord, Workstream, token_record
+from memoryd.storage.schema import project_members, sessions, tokens, users, workstreams
+from memoryd.storage.sessions import Session
 
 
 @dataclass(frozen=True)

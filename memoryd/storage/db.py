@@ -20,8 +20,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError, OperationalError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from memoryd.driver import Transaction, opened, send_deferred_writes
-from memoryd.errors import DatabaseUnavailable
+from memoryd.kernel.errors import DatabaseUnavailable
+from memoryd.storage.driver import Transaction, opened, send_deferred_writes
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 _PASSWORD_IN_URL = re.compile(r"(?<=://)([^:/@]*:)([^@]*)@")  # user:password@, where make_url cannot parse

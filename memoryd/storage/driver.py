@@ -69,7 +69,7 @@ class _Deferred:
 
 class Transaction:
     """A write transaction: its connection, the writes it deferred and has not sent yet, and the name a failure
-    of one takes. ``memoryd.db.Database.transaction`` begins one, and commits it with its deferred writes (one
+    of one takes. ``memoryd.storage.db.Database.transaction`` begins one, and commits it with its deferred writes (one
     round trip); whoever writes in it is handed it."""
 
     def __init__(self, conn: Connection) -> None:
