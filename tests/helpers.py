@@ -182,6 +182,17 @@ def spawn_worker(services: Services, log_path: str | None = None) -> subprocess.
         return subprocess.Popen([sys.executable, "-m", "memoryd", "worker"], env=env, stdout=log, stderr=log)
 
 
+def stop(process: subprocess.Popen[Any], timeout: float = 30.0) -> None:
+    """Ask ``process`` to stop (SIGTERM) and wait; on a loaded machine, stop it hard rather than leave it running
+    into the next test."""
+    process.terminate()
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
     """Poll ``condition`` until it holds (an observed state, not a guess at timing); fail after ``timeout``."""
     deadline = time.monotonic() + timeout

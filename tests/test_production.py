@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from memoryd.app.services import Services
-from tests.helpers import free_port, http_call, spawn_worker, wait_until_serving
+from tests.helpers import free_port, http_call, spawn_worker, stop, wait_until_serving
 
 pytestmark = pytest.mark.postgres
 
@@ -52,8 +52,6 @@ def test_two_gunicorn_processes_and_a_worker_serve_reads_of_their_own_writes(bui
         status, ready, _ = http_call(port, token, "GET", "/readyz")
         assert status == 200 and ready["status"] == "ready"
     finally:
-        api.terminate()
-        worker.terminate()
-        api.wait(10)
-        worker.wait(10)
+        stop(api)
+        stop(worker)
     services.database.dispose()

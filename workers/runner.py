@@ -18,6 +18,7 @@ import signal
 import threading
 from typing import Any
 
+from redis import Redis
 from redis.exceptions import RedisError
 from rq import SimpleWorker
 
@@ -77,6 +78,10 @@ def run_worker(services: Services, *, burst: bool = False) -> None:
     if services.redis is None or services.queue is None:
         raise RuntimeError("memoryd worker needs Redis: set MEMORYD_REDIS_URL or [workers] redis_url")
     jobs.bind(services)
+    # A connection pool of the worker's own: RQ raises its socket timeout above the blocking dequeue's, but only
+    # for connections made after it does; the queue-health pings' short-timeout connections would otherwise serve
+    # the dequeue, time out every two seconds and leave the worker deaf while it reconnects.
+    listening = Redis.from_url(services.config.workers.redis_url, socket_connect_timeout=1)
     periodic = PeriodicCatchUp(services, services.config.workers.catch_up_interval_ms / 1000)
     periodic.start()
     try:
@@ -84,7 +89,7 @@ def run_worker(services: Services, *, burst: bool = False) -> None:
         stopping = threading.Event()
         while not stopping.is_set():
             try:
-                worker = _StoppableWorker([services.queue], connection=services.redis,
+                worker = _StoppableWorker([services.queue], connection=listening,
                                           serializer=services.queue.serializer, stopping=stopping)
                 worker.work(burst=burst, with_scheduler=False)
                 return  # a burst finished, or a requested (warm) shutdown
@@ -96,3 +101,4 @@ def run_worker(services: Services, *, burst: bool = False) -> None:
             stopping.wait(REDIS_RETRY_SECONDS)
     finally:
         periodic.stopped.set()
+        listening.close()

@@ -8,7 +8,6 @@ read-your-writes positions, and a turn that fails open within its timeout.
 from __future__ import annotations
 
 import inspect
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,7 @@ from memoryd_sdk.compat import turnstone
 from api.app import create_app
 from api.openapi import build_openapi
 from memoryd.app.services import Services
-from tests.helpers import LiveServer, free_port, spawn_worker
+from tests.helpers import LiveServer, free_port, spawn_worker, stop
 
 SDK = Path(__file__).resolve().parents[2] / "sdk" / "python"
 EMPTY = inspect.Parameter.empty
@@ -343,12 +342,7 @@ def test_a_save_then_a_list_finds_it_while_workers_lag(built_postgres: Callable[
                 server.save_memory(f"note_{number}", "fact", description="d")
                 assert f"note_{number}" in [m.name for m in server.list_memories(limit=200)]
     finally:
-        worker.terminate()
-        try:
-            worker.wait(30)
-        except subprocess.TimeoutExpired:  # a loaded machine: stop it hard rather than leave it running
-            worker.kill()
-            worker.wait()
+        stop(worker)
 
 
 def test_a_session_runs_the_tool_turns_signals_and_receipts(app: Flask, tokens: dict[str, str], services: Services) -> None:
