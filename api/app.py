@@ -31,7 +31,7 @@ from memoryd.kernel.text import checked_text
 from memoryd.storage.db import out_of_reach, unavailable
 
 access_log = logging.getLogger("memoryd.access")
-error_log = logging.getLogger("memoryd.kernel.errors")
+error_log = logging.getLogger("memoryd.errors")
 REQUEST_ID_HEADER = "X-Request-Id"
 HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 REQUEST_ID = re.compile(r"[A-Za-z0-9][\w.:-]{0,127}", re.ASCII)  # a client's id is kept only in this form

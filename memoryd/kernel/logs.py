@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import sys
 
-LOGGERS = ("memoryd.access", "memoryd.kernel.errors", "api", "projections", "workers")
+LOGGERS = ("memoryd.access", "memoryd.errors", "api", "projections", "workers")
 
 
 def configure_logging(level: int = logging.INFO) -> None:
