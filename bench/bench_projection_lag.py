@@ -54,7 +54,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -84,6 +83,7 @@ from common import (
 )
 from redis import Redis
 from rq import Queue, Worker
+from stacks import base_env, free_port, spawn, stop
 
 from memoryd.bootstrap import build_services
 from memoryd.kernel.config import Config, StorageSettings
@@ -162,12 +162,6 @@ class CheckpointPoller(threading.Thread):
         return self.positions[-1] if self.positions else 0
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class Client:
     """Sends saves at scheduled times from a few threads (a new connection per request)."""
 
@@ -222,37 +216,6 @@ def _prepare(url: str) -> tuple[str, str]:
         return token, server_version(services.database)
     finally:
         services.database.dispose()
-
-
-def _base_env() -> dict[str, str]:
-    """The bench's environment minus any MEMORYD_* setting, so only what we pass applies."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
-
-
-def _spawn(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    with log.open("ab") as handle:  # the child keeps its own copy of the descriptor
-        # A session (and process group) of its own: gunicorn's worker is stopped with its master.
-        return subprocess.Popen(command, env=env, cwd=ROOT, stdout=handle, stderr=handle, start_new_session=True)
-
-
-def _stop(processes: list[subprocess.Popen[bytes]]) -> None:
-    """SIGTERM each process group we started (by its id), then SIGKILL whatever is left after 10 s."""
-    for process in processes:
-        if process.poll() is None:
-            try:
-                os.killpg(process.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-    deadline = time.monotonic() + 10
-    for process in processes:
-        try:
-            process.wait(max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            process.wait(5)
 
 
 def _wait_healthy(stack: Stack, logs: Path, timeout: float = 30) -> None:
@@ -333,24 +296,24 @@ def _run_stacks(args: argparse.Namespace, notes: list[str], rates: list[int], se
             # The stacks' own sessions (gunicorn, workers) are memoryd's: their URL carries no bench application_name.
             schema, url = cleanup.enter_context(postgres_schema("w" if mode == WORKERS else "p", tag_sessions=False))
             token, server = _prepare(url)
-            stacks[mode] = Stack(mode, schema, url, _free_port(), token)
+            stacks[mode] = Stack(mode, schema, url, free_port(), token)
         notes.append(f"{server}; redis-server {redis.info('server')['redis_version']} at {REDIS_URL}, queue {queue_name}")
-        cleanup.callback(_stop, processes)  # before the schemas are dropped
+        cleanup.callback(stop, processes)  # before the schemas are dropped
 
-        workers_env = {**_base_env(), "MEMORYD_DATABASE_URL": stacks[WORKERS].url, "MEMORYD_REDIS_URL": REDIS_URL,
+        workers_env = {**base_env(), "MEMORYD_DATABASE_URL": stacks[WORKERS].url, "MEMORYD_REDIS_URL": REDIS_URL,
                        "MEMORYD_QUEUE": queue_name, "MEMORYD_WRITE_WAIT_MS": str(args.write_wait_ms)}
         if args.catch_up_interval_ms:
             workers_env["MEMORYD_CATCH_UP_INTERVAL_MS"] = str(args.catch_up_interval_ms)
-        in_process_env = {**_base_env(), "MEMORYD_DATABASE_URL": stacks[IN_PROCESS].url,
+        in_process_env = {**base_env(), "MEMORYD_DATABASE_URL": stacks[IN_PROCESS].url,
                           "MEMORYD_WRITE_WAIT_MS": str(args.write_wait_ms)}
         for mode, env in ((WORKERS, workers_env), (IN_PROCESS, in_process_env)):
             stack = stacks[mode]
-            process = _spawn([*gunicorn, "-b", f"127.0.0.1:{stack.port}", "api.wsgi:application"], env,
+            process = spawn([*gunicorn, "-b", f"127.0.0.1:{stack.port}", "api.wsgi:application"], env,
                              logs / f"gunicorn-{mode}.log")
             processes.append(process)
             stack.processes.append(process)
         for index in range(args.workers):
-            process = _spawn([sys.executable, "-m", "memoryd", "worker"], workers_env, logs / f"worker-{index}.log")
+            process = spawn([sys.executable, "-m", "memoryd", "worker"], workers_env, logs / f"worker-{index}.log")
             processes.append(process)
             stacks[WORKERS].processes.append(process)
         for stack in stacks.values():
