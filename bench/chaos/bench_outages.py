@@ -19,7 +19,7 @@ The memoryd measured is the one first on ``PYTHONPATH`` (its processes run from 
 and so is the SDK the clients use. From the repository root:
 
     PYTHONPATH=.:sdk/python nice -n 10 .venv/bin/python bench/chaos/bench_outages.py
-    PYTHONPATH=/tmp/before:/tmp/before/sdk/python nice -n 10 .venv/bin/python bench/chaos/bench_outages.py
+    PYTHONPATH=../before:../before/sdk/python nice -n 10 .venv/bin/python bench/chaos/bench_outages.py
 
 The API starts as ``gunicorn -w 2``; when the documented form changes, give its options in
 ``MEMORYD_CHAOS_GUNICORN`` (e.g. ``MEMORYD_CHAOS_GUNICORN="-w 2 -k gthread --threads 8"``).

@@ -23,7 +23,7 @@ per conversation.
 
 The in-process baselines score every memory of the user and count only results scoring above 0.
 ``--checkout PATH`` (repeatable) also runs memoryd from another checkout (``git worktree add
-/tmp/before REV``): ``python -m memoryd`` with that checkout first on ``PYTHONPATH``, the same venv,
+../before REV``): ``python -m memoryd`` with that checkout first on ``PYTHONPATH``, the same venv,
 labelled by its short commit (``+``: uncommitted changes to tracked files) and folder name. ``--config FILE``
 (repeatable) adds a run of this checkout with that file merged into its config (e.g. ``[search]`` k1
 and b), beside the default run. The data is not in the repository: pass a folder of per-conversation
@@ -33,7 +33,7 @@ on the five-conversation dev split (2-core machine), most of it 3,000 requests o
 
     .venv/bin/python bench/recall/bench_recall.py DATA                          # every conversation
     .venv/bin/python bench/recall/bench_recall.py DATA --conversations 26,30
-    .venv/bin/python bench/recall/bench_recall.py DATA --checkout /tmp/before --json recall.json
+    .venv/bin/python bench/recall/bench_recall.py DATA --checkout ../before --json recall.json
     .venv/bin/python bench/recall/bench_recall.py DATA --config k1.toml --saves import
 """
 

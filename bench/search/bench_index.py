@@ -53,7 +53,7 @@ and end. Tables go to stdout (markdown), progress to stderr.
     .venv/bin/python bench/search/bench_index.py                          # parts 1,3-7 (4-10 min by the day)
     .venv/bin/python bench/search/bench_index.py --part 2 --million       # 1,000,000 (2-5 min, ~6 GB peak)
     .venv/bin/python bench/search/bench_index.py --part 1 --count 20000   # quick
-    .venv/bin/python bench/search/bench_index.py --part 5,6 --cli --keep /tmp/bench-db  # keep the DB, log
+    .venv/bin/python bench/search/bench_index.py --part 5,6 --cli --keep ../bench-db  # keep the DB, log
 """
 
 from __future__ import annotations

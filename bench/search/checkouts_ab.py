@@ -9,8 +9,8 @@ checkout goes first so neither always runs on the other's warm caches. Twice: wi
 merged into one segment (the same shape on both sides, so only the code differs), and as the
 live index leaves it after its merges (whose part count depends on thread timing).
 
-    git worktree add /tmp/before REV
-    .venv/bin/python bench/search/checkouts_ab.py --before /tmp/before
+    git worktree add ../before REV
+    .venv/bin/python bench/search/checkouts_ab.py --before ../before
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@ Builds one index from 100,000 synthetic memories over 100 user namespaces (``ben
 then times 500 chat-like queries (top 20) for a caller seeing global plus one namespace, and for an
 admin. Run it from two checkouts in turn, several rounds interleaved, and compare the medians::
 
-    git worktree add /tmp/before REV
+    git worktree add ../before REV
     for round in 1 2 3 4 5; do
-      for tree in /tmp/before .; do (cd $tree && $OLDPWD/.venv/bin/python $OLDPWD/bench/search/revision_ab.py); done
+      for tree in ../before .; do (cd $tree && $OLDPWD/.venv/bin/python $OLDPWD/bench/search/revision_ab.py); done
     done
 """
 
