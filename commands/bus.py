@@ -83,9 +83,9 @@ class Dispatcher(Protocol):
     def appended(self, position: int, projected: bool) -> None:
         """After the command's transaction committed: project what ``appending`` did not, or tell workers."""
 
-    def settled(self, position: int, projected: bool) -> bool:
-        """For a write's answer, after ``appended``: whether ``position`` is projected, waiting as long as this
-        dispatcher's policy says a projection can soon come (``projected``: the step already did it)."""
+    def settled(self, position: int) -> bool:
+        """For a write's answer, after ``appended`` and when its own step did not project it: whether
+        ``position`` is projected, waiting as long as this dispatcher's policy says a projection can soon come."""
 
 
 class _ProjectAfterCommit(Exception):
@@ -163,7 +163,7 @@ class CommandBus:
     def settled(self, position: int, projected: bool = False) -> bool:
         """Whether a write at ``position`` is projected, as the dispatcher's write-wait decides (a write's answer
         says so; ``projected``: its outcome's, or False for an answer replayed from the log)."""
-        return projected or self.dispatcher.settled(position, projected)
+        return projected or self.dispatcher.settled(position)
 
     def _in_one_transaction(self, run: Callable[[AppendTransaction], R], position_of: Callable[[R], int | None],
                             reading: str | None = None) -> tuple[R, bool]:

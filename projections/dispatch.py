@@ -39,6 +39,6 @@ class InProcessDispatcher:
         except Exception:
             log.exception("projection failed after appending position %d; the read model is behind the log", position)
 
-    def settled(self, position: int, projected: bool) -> bool:
-        """Checked once: the step or the catch-up after the commit has run (or failed) by now."""
-        return projected or self.projector.wait_for(position, 0)[0]
+    def settled(self, position: int) -> bool:
+        """Checked once: the catch-up after the commit has run (or failed) by now."""
+        return self.projector.wait_for(position, 0)[0]

@@ -69,10 +69,8 @@ class RedisDispatcher:
                 self.health.failed(error)
         self.in_process.appended(position, projected)
 
-    def settled(self, position: int, projected: bool) -> bool:
+    def settled(self, position: int) -> bool:
         """A write handed to the workers waits for them, up to ``server.write_wait_ms``; with the queue
         unreachable nothing was handed over (the write caught up here), so it is checked once."""
-        if projected:
-            return True
         wait = 0.0 if self.health.degraded() else self.write_wait_seconds
         return self.projector.wait_for(position, wait)[0]
