@@ -28,6 +28,7 @@ from tests.helpers import (
     run_queued_jobs,
     save_memory,
     spawn_worker,
+    stop,
     table_rows,
     until,
 )
@@ -152,8 +153,7 @@ def test_workers_killed_mid_catch_up_again_and_again_leave_the_table_equal_to_a_
         head = services.store.head_position()
         assert services.projector.wait_for(head, timeout=60)[0]
     finally:
-        survivor.terminate()
-        survivor.wait()
+        stop(survivor)
     assert head == 1_500 + writer.saved
     assert rebuild_equals_live(services)
     services.database.dispose()
@@ -178,14 +178,14 @@ def private_redis() -> Iterator[PrivateRedis]:
 
         until(listening, "the private redis-server to start", timeout=10)
 
-    def stop() -> None:
+    def stop_server() -> None:
         if process[-1].poll() is None:
             process[-1].terminate()
             process[-1].wait()
 
     start()
-    yield f"redis://127.0.0.1:{port}/0", start, stop
-    stop()
+    yield f"redis://127.0.0.1:{port}/0", start, stop_server
+    stop_server()
 
 
 def test_with_redis_stopped_writes_still_land_and_projections_catch_up_with_no_manual_step(
@@ -205,8 +205,7 @@ def test_with_redis_stopped_writes_still_land_and_projections_catch_up_with_no_m
         after = _save(services, "after_outage")
         assert services.projector.wait_for(after, timeout=20)[0]
     finally:
-        worker.terminate()
-        worker.wait()
+        stop(worker)
     names = {row["name"] for row in table_rows(services)}
     assert names == {"before_outage", "after_outage", *(f"during_outage_{index}" for index in range(30))}
     assert rebuild_equals_live(services)
