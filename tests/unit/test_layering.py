@@ -8,12 +8,13 @@ From the top down:
 3. application services, ``memoryd.app``;
 4. ``commands`` and ``projections`` (siblings: neither imports the other);
 5. ``events``;
-6. storage, ``memoryd.storage`` (the database, schema, migrations, directory, sessions);
+6. storage, ``memoryd.storage`` (the database, schema, migrations, directory, sessions), and beside it the
+   embedders, ``memoryd.embeddings`` (neither imports the other);
 7. the kernel, ``memoryd.kernel`` (domain rules, text, errors, config, logs, the queue's health), which
    imports no layer.
 
 ``memoryd`` itself holds only the floor plan (``__init__``), ``__main__``, the composition root,
-``app`` and ``cli``: a module anywhere else in it belongs to no floor and fails the test.
+``app``, ``cli`` and the floors below: a module anywhere else in it belongs to no floor and fails the test.
 
 A module may import its own group and anything below it. Imports inside
 functions count: a lazy import is still a dependency.
@@ -31,8 +32,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("memoryd", "api", "workers", "commands", "projections", "events")
 TOP = {"memoryd.bootstrap", "memoryd.cli", "memoryd.__main__", "api.wsgi", "workers.runner"}
 RANKS = {"top": 7, "api": 6, "workers": 6, "memoryd.app": 5, "commands": 4, "projections": 4, "events": 3,
-         "memoryd.storage": 2, "memoryd.kernel": 1, "floor plan": 0}
-FLOORS = ("memoryd.app", "memoryd.storage", "memoryd.kernel")
+         "memoryd.storage": 2, "memoryd.embeddings": 2, "memoryd.kernel": 1, "floor plan": 0}
+FLOORS = ("memoryd.app", "memoryd.storage", "memoryd.embeddings", "memoryd.kernel")
 
 
 def group(module: str) -> str:
@@ -81,7 +82,7 @@ def violations(graph: dict[str, set[str]]) -> list[str]:
         source = group(module)
         if source == "no floor":
             found.append(f"{module}: on no floor (memoryd/ holds only the floor plan, __main__, bootstrap, app, cli, "
-                         "kernel and storage)")
+                         "kernel, storage and embeddings)")
             continue
         for target in sorted(targets):
             destination = group(target)
@@ -169,8 +170,8 @@ def test_the_check_fails_on_a_deliberate_upward_import(module: str, line: str, e
 
 def test_a_module_loose_in_memoryd_is_on_no_floor() -> None:
     assert violations({"memoryd.helpers": set()}) == [
-        "memoryd.helpers: on no floor (memoryd/ holds only the floor plan, __main__, bootstrap, app, cli, kernel "
-        "and storage)"]
+        "memoryd.helpers: on no floor (memoryd/ holds only the floor plan, __main__, bootstrap, app, cli, kernel, "
+        "storage and embeddings)"]
 
 
 def test_the_check_finds_a_cycle() -> None:
