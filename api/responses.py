@@ -43,12 +43,13 @@ def memory_list(rows: list[dict[str, Any]], total: int | None = None) -> tuple[R
 
 
 def written_memory(outcome: Outcome) -> tuple[Response, int]:
-    """The memory exactly as this write left it (its event), with the read model's access count.
+    """The memory exactly as this write left it (its event), with the read model's access count (none yet for a
+    memory this write created: no read for it).
 
     Never the read model's row itself: another writer may already have changed it.
     """
     projected = settle(outcome.position, outcome.projected)
-    row = _projected_row(outcome.memory.memory_id) if projected else None
+    row = _projected_row(outcome.memory.memory_id) if projected and not outcome.created else None
     body = outcome.memory.to_dict() | {"last_accessed": outcome.memory.updated,
                                        "access_count": row["access_count"] if row else 0, "version": outcome.version}
     response = _written(MemorySchema(), body, 201 if outcome.created else 200, outcome.position, projected)
