@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import takewhile
 from typing import Any
 
 from langgraph.store.base import (
@@ -138,6 +139,15 @@ def _refuse_unsupported(op: PutOp) -> None:
                                   "BM25 (put without index, or index=False)")
 
 
+def _items(memories: list[MemoryInfo]) -> list[SearchItem]:
+    """The items of the memories a walk of the list met, newest first, each once (its last copy: the newest)."""
+    latest = {memory.memory_id: memory for memory in memories}
+    items = [item for item in map(item_of, latest.values()) if item is not None]
+    items.sort(key=lambda item: (item.namespace, item.key))
+    items.sort(key=lambda item: item.updated_at, reverse=True)  # newest first; ties by namespace and key
+    return items
+
+
 def _keeps(op: SearchOp, item: SearchItem) -> bool:
     prefix = tuple(op.namespace_prefix)
     return item.namespace[:len(prefix)] == prefix and all(
@@ -174,8 +184,7 @@ class MemorydStore(BaseStore):
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         plan = _Plan.of(ops)
         found = {pair: self._get(*pair) for pair in plan.gets}
-        listed = self._listed(self.server.iter_memories(scope=self.scope, scope_id=self.scope_id, page=LIST_PAGE)
-                              ) if plan.lists else []
+        listed = self._listed() if plan.lists else []
         hits = {query: self._hits(plan, query) for query in plan.queries}
         results = plan.answer(found, listed, hits)
         if plan.puts:
@@ -216,19 +225,27 @@ class MemorydStore(BaseStore):
         item = item_of(memory)
         return None if item is None else plain(item)
 
-    @staticmethod
-    def _listed(memories: Iterable[MemoryInfo]) -> list[SearchItem]:
-        """The items of every page of the list. A memory written during the walk may be met twice (the later
-        is the newer) or not at all; any other is met once."""
-        latest = {memory.memory_id: memory for memory in memories}
-        items = [item for item in map(item_of, latest.values()) if item is not None]
-        items.sort(key=lambda item: (item.namespace, item.key))
-        items.sort(key=lambda item: item.updated_at, reverse=True)  # newest first; ties by namespace and key
-        return items
+    def _listed(self) -> list[SearchItem]:
+        """The items of every page of the list. A write during a walk of several pages moves what it touches to
+        the front, which the walk has passed; so such a walk is followed by a read of the front, down to the
+        newest memory the walk began with: every item is met, as it was before the batch or as a write during
+        the walk left it. (Memories of that memory's second are read again: a write in the same second sorts
+        among them.)"""
+        memories = list(self.server.iter_memories(scope=self.scope, scope_id=self.scope_id, page=LIST_PAGE))
+        if len(memories) > LIST_PAGE:
+            memories += takewhile(lambda memory: memory.updated >= memories[0].updated, self.server.iter_memories(
+                scope=self.scope, scope_id=self.scope_id, page=LIST_PAGE))
+        return _items(memories)
 
     async def _alisted(self, server: AsyncMemorydServer) -> list[SearchItem]:
-        return self._listed([memory async for memory in server.iter_memories(
-            scope=self.scope, scope_id=self.scope_id, page=LIST_PAGE)])
+        memories = [memory async for memory in server.iter_memories(scope=self.scope, scope_id=self.scope_id,
+                                                                    page=LIST_PAGE)]
+        if len(memories) > LIST_PAGE:
+            async for memory in server.iter_memories(scope=self.scope, scope_id=self.scope_id, page=LIST_PAGE):
+                if memory.updated < memories[0].updated:
+                    break
+                memories.append(memory)
+        return _items(memories)
 
     def _hits(self, plan: _Plan, query: str) -> list[SearchItem]:
         ranked = _Ranked(plan.queries[query])
