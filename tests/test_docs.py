@@ -37,7 +37,7 @@ PRINTED = {  # what each page's shell prints, as the page says
                             '"block_matches":true'],
     "auditing.md": ["the log verifies", "structured_memories: equal", '"free":true',
                     '"content":"Alice is on call this week."'],
-    "http-api.md": ['"total":1,"next_after":null', "after must be a previous page's next_after", '"version":2',
+    "http-api.md": ["page: standup_time", "page: release_process", "after must be a previous page's next_after", '"version":2',
                     "the memory is not at version 1", '"status":"ok","name":"release_process"',
                     '"name":"release_notes_draft","deleted":false',
                     '"action":"memory.delete"'],
