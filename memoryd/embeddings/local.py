@@ -22,7 +22,7 @@ from memoryd.kernel.errors import ConfigError
 MODEL = "all-MiniLM-L6-v2-int8/384"  # int8 weights: their vectors differ a little from the float model's
 DIMENSION = 384
 MAX_TOKENS = 256  # the model was trained on at most 256 word pieces; sentence-transformers cuts there too
-BATCH = 32  # texts per model call: padding to the longest of a batch of similar lengths wastes little
+BATCH = 8  # texts per model call, of like lengths (little padding): on a CPU 8 beat 1, 16, 32 and 64 (docs/recall.md)
 INSTALL_HINT = "pip install 'memoryd[semantic]'"
 
 
@@ -45,8 +45,10 @@ class LocalEmbedder:
     model = MODEL
     dimension = DIMENSION
 
-    def __init__(self, threads: int = 0, batch: int = BATCH) -> None:
-        """``threads``: onnxruntime's threads per call (0: one per core)."""
+    def __init__(self, threads: int = 1, batch: int = BATCH) -> None:
+        """``threads``: onnxruntime's threads per call (0: one per core). One by default: a server embeds several
+        queries at once on its request threads, and on a busy 2-core machine two threads per call took twice
+        the CPU and longer (bench/recall/bench_embedding.py)."""
         weights, tokenizer = model_files()
         import onnxruntime
         from tokenizers import Tokenizer

@@ -9,9 +9,9 @@ Why this shape (docs/recall.md has the figures, all on the LoCoMo dev split): BM
 score of the query needs only the top of the BM25 ranking, which the index answers exactly, and recalls
 as well as BM25's z-score over every memory; the similarity's z-score says how far a memory stands out
 from the caller's others, which raw cosines (crowded between 0.1 and 0.5) do not; the floor keeps the
-channel from lifting a memory the query is not about (off-topic queries stay under 0.37 on the dev data).
-Every weight from 2 to 4 and every floor from 0.35 to 0.45 meets the recall goals; reciprocal-rank
-fusion of the same two channels falls below BM25 alone on turns.
+channel from lifting a memory the query is not about (off-topic queries stayed under 0.37 there). Across
+weights 2 to 4 and floors 0.35 to 0.45, R@5 moves by under 0.01 on observations and 0.05 on turns, every
+point well ahead of reciprocal-rank fusion of the same two channels.
 """
 
 from __future__ import annotations
