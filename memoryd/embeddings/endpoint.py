@@ -51,12 +51,14 @@ class EndpointEmbedder:
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.empty((0, self.dimension), dtype=np.float32)
-        parts = [self._request(list(texts[start:start + self.batch])) for start in range(0, len(texts), self.batch)]
-        vectors = np.concatenate(parts)
-        if vectors.shape[1] != self.dimension:
-            raise EmbeddingUnavailable(f"the embeddings endpoint {self.shown} answered with {vectors.shape[1]}-dimensional "
-                                       f"vectors for {self.name}, not {self.dimension}")
-        return vectors
+        parts = []
+        for start in range(0, len(texts), self.batch):
+            part = self._request(list(texts[start:start + self.batch]))
+            if part.shape[1] != self.dimension:
+                raise EmbeddingUnavailable(f"the embeddings endpoint {self.shown} answered with {part.shape[1]}-"
+                                           f"dimensional vectors for {self.name}, not {self.dimension}")
+            parts.append(part)
+        return np.concatenate(parts)
 
     def _request(self, texts: list[str]) -> Vectors:
         body = json.dumps({"model": self.name, "input": texts}).encode()
