@@ -152,6 +152,16 @@ def test_the_search_pages_configuration_is_valid(tmp_path: Path) -> None:
     assert analyzer_for(config).language == "german"
 
 
+def test_the_recall_pages_configurations_are_valid(tmp_path: Path) -> None:
+    local, endpoint = blocks("recall.md", "toml")
+    for example in (local, endpoint):
+        (tmp_path / "config.toml").write_text(example)
+        search = load_config(tmp_path / "config.toml", environ={}).search
+        assert search.semantic == tomllib.loads(example)["search"]["semantic"]
+    assert (search.embeddings_url, search.embeddings_model, search.embeddings_dimension) == (
+        "http://127.0.0.1:11434/v1", "nomic-embed-text", 768)
+
+
 def test_the_identities_pages_configuration_is_valid(tmp_path: Path) -> None:
     [example] = blocks("identities.md", "toml")
     (tmp_path / "config.toml").write_text(example)
