@@ -91,11 +91,11 @@ class ServiceState(Collector):
                                 labels=["projection"])
         stalled = GaugeMetricFamily("memoryd_projection_stalled", "1 if a projection is stopped on an event it cannot "
                                     "apply (see /readyz and memoryd status).", labels=["projection"])
-        for projection in projector.projections:
-            at = projector.checkpoint(projection.name)
-            checkpoint.add_metric([projection.name], at)
-            lag.add_metric([projection.name], head - at)
-            stalled.add_metric([projection.name], int(projection.name in stopped))
+        for name in self.services.checkpointed:
+            at = projector.checkpoint(name)
+            checkpoint.add_metric([name], at)
+            lag.add_metric([name], head - at)
+            stalled.add_metric([name], int(name in stopped))
         yield GaugeMetricFamily("memoryd_log_head_position", "The position of the newest event in the log.", value=head)
         yield from (checkpoint, lag, stalled)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Protocol
@@ -182,6 +182,15 @@ class Projector:
         """Apply the log's events in ``(after, until]`` to ``projection`` on ``into`` (another database: a
         scratch copy), as a rebuild applies them; the position reached. Read a page at a time, each in
         a read transaction of this database's own, so the live one is never held."""
+        position = after
+        for event in self.replayed(after, until):
+            projection.apply(into, event)
+            position = event.position
+        return position
+
+    def replayed(self, after: int, until: int) -> Iterator[RecordedEvent]:
+        """The log's events in ``(after, until]`` as a rebuild applies them (a superseded one's stand-in in its
+        place), read a page at a time, each page in a read transaction of its own."""
         with self.database.read() as conn:
             superseded = self.store.superseded(conn)
         position = after
@@ -190,12 +199,10 @@ class Projector:
                 batch = [event for event in self.store.read_after(conn, position, BATCH_SIZE)
                          if event.position <= until]
             if not batch:
-                break
+                return
             for event in batch:
-                projection.apply(into, superseded[event.position].stand_in(event) if event.position in superseded
-                                 else event)
+                yield superseded[event.position].stand_in(event) if event.position in superseded else event
             position = batch[-1].position
-        return position
 
     def _catch_up_together(self) -> int | None:
         """Every projection from their common checkpoint to the head in one transaction: the position
@@ -250,7 +257,7 @@ class Projector:
         for recorded in batch:
             if recorded.position > position + 1:
                 self._record_gap(tx.conn, projection.name, position + 1, recorded.position)
-            stopped = _stopped_at(projection, recorded)
+            stopped = stopped_at(projection, recorded)
             try:
                 with tx.failing_as(stopped) if name_deferred else nullcontext():
                     projection.apply(tx, recorded)
@@ -282,13 +289,7 @@ class Projector:
             fault, stand_in, position = again.fault, None, self.checkpoint(projection.name)
         if stand_in is not None or position >= fault.position:  # moved on (or another catch-up passed it)
             return position, True
-        log.error("%s", fault.describe())
-        with self.database.write() as conn:
-            insert = postgres_insert if conn.dialect.name == "postgresql" else sqlite_insert
-            values = {"position": fault.position, "event_type": fault.event_type, "error": fault.error,
-                      "recorded_at": utc_timestamp()}
-            conn.execute(insert(projection_faults).values(projection=fault.projection, **values)
-                         .on_conflict_do_update(index_elements=[projection_faults.c.projection], set_=values))
+        record_fault(self.database, fault)
         return position, False
 
     def _record_gap(self, conn: Connection, name: str, first: int, committed: int) -> None:
@@ -307,17 +308,37 @@ class Projector:
         ).on_conflict_do_nothing())
 
     def _lock_checkpoint(self, conn: Connection, name: str) -> int:
-        """Create the checkpoint row if needed and lock it until the transaction ends."""
-        found = conn.execute(_LOCK_ONE, {"name": name}).scalar()
-        if found is None:  # the projection's first run
-            insert = postgres_insert if conn.dialect.name == "postgresql" else sqlite_insert
-            conn.execute(insert(projection_checkpoints).values(name=name, position=0).on_conflict_do_nothing())
-            found = conn.execute(_LOCK_ONE, {"name": name}).scalar_one()
-        return int(found)
+        return lock_checkpoint(conn, name)
 
     def _save_checkpoint(self, conn: Connection, name: str, position: int) -> None:
-        conn.execute(_SAVE_ALL, {"names": [name], "position": position})
-        conn.execute(_CLEAR_FAULTS, {"names": [name], "position": position})
+        save_checkpoint(conn, name, position)
+
+
+def lock_checkpoint(conn: Connection, name: str) -> int:
+    """Create the checkpoint row if needed and lock it until the transaction ends; its position."""
+    found = conn.execute(_LOCK_ONE, {"name": name}).scalar()
+    if found is None:  # the projection's first run
+        insert = postgres_insert if conn.dialect.name == "postgresql" else sqlite_insert
+        conn.execute(insert(projection_checkpoints).values(name=name, position=0).on_conflict_do_nothing())
+        found = conn.execute(_LOCK_ONE, {"name": name}).scalar_one()
+    return int(found)
+
+
+def save_checkpoint(conn: Connection, name: str, position: int) -> None:
+    """Move the checkpoint (locked by ``lock_checkpoint``) and clear a fault it has passed."""
+    conn.execute(_SAVE_ALL, {"names": [name], "position": position})
+    conn.execute(_CLEAR_FAULTS, {"names": [name], "position": position})
+
+
+def record_fault(database: Database, fault: Fault) -> None:
+    """Store where a projection stopped, for ``/readyz`` and ``memoryd status`` (one row per projection)."""
+    log.error("%s", fault.describe())
+    with database.write() as conn:
+        insert = postgres_insert if conn.dialect.name == "postgresql" else sqlite_insert
+        values = {"position": fault.position, "event_type": fault.event_type, "error": fault.error,
+                  "recorded_at": utc_timestamp()}
+        conn.execute(insert(projection_faults).values(projection=fault.projection, **values)
+                     .on_conflict_do_update(index_elements=[projection_faults.c.projection], set_=values))
 
 
 # Built once: every save runs them (building a statement costs more than running it). Checkpoints are locked
@@ -330,7 +351,7 @@ _CLEAR_FAULTS = delete(projection_faults).where(projection_faults.c.projection.i
                                                 projection_faults.c.position <= bindparam("position"))
 
 
-def _stopped_at(projection: Projection, recorded: RecordedEvent) -> Callable[[Exception], ProjectionStopped]:
+def stopped_at(projection: Projection, recorded: RecordedEvent) -> Callable[[Exception], ProjectionStopped]:
     """How ``projection`` failing on ``recorded`` is raised, wherever the failure surfaces."""
     return lambda error: ProjectionStopped(Fault(projection.name, recorded.position, recorded.event_type,
                                                  _storable(f"{type(error).__name__}: {error}")[:2000]))

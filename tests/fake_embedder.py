@@ -1,0 +1,45 @@
+"""A deterministic stand-in for a sentence embedder: hashed bag of words, L2-normalised.
+
+Texts that share words point the same way, so similarities order as a real model's would on word overlap; the same
+text always gives the same vector, so a rebuild equals the live projection exactly. ``blocked`` holds every call
+until it is set (a save must not wait for it); ``unavailable`` makes every call raise ``EmbeddingUnavailable``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+
+from memoryd.embeddings.embedder import EmbeddingUnavailable, Vectors
+
+WORD = re.compile(r"\w+")
+
+
+class FakeEmbedder:
+    def __init__(self, dimension: int = 64, model: str = "fake-bag-of-words") -> None:
+        self.dimension = dimension
+        self.model = f"{model}/{dimension}"
+        self.blocked = threading.Event()
+        self.blocked.set()  # set: calls go through
+        self.unavailable = False
+        self.calls = 0
+        self.texts: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.blocked.wait()
+        self.calls += 1
+        if self.unavailable:
+            raise EmbeddingUnavailable("the fake embedder is switched off")
+        self.texts.extend(texts)
+        vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in WORD.findall(text.lower()):
+                digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+                vectors[row, int.from_bytes(digest[:4], "little") % self.dimension] += 1.0 if digest[4] & 1 else -1.0
+            vectors[row, 0] += 1e-3  # no zero vector, even for a text of no words
+        norms: Vectors = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / norms
