@@ -27,6 +27,10 @@ class VectorChannel:
     def name(self) -> str:
         return self.projection.name
 
+    @property
+    def model(self) -> str:
+        return self.projection.model
+
     def similarities(self, query: Vectors, memory_ids: Iterable[str]) -> dict[str, float]:
         """Cosine similarity of the query's vector (``embed_query``) with each of ``memory_ids`` that has a vector."""
         return self.index.similarities(query, memory_ids)

@@ -25,11 +25,13 @@ class FakeEmbedder:
         self.model = f"{model}/{dimension}"
         self.blocked = threading.Event()
         self.blocked.set()  # set: calls go through
+        self.called = threading.Event()  # set by the first call (a blocked one too)
         self.unavailable = False
         self.calls = 0
         self.texts: list[str] = []
 
     def embed(self, texts: Sequence[str]) -> Vectors:
+        self.called.set()
         self.blocked.wait()
         self.calls += 1
         if self.unavailable:
