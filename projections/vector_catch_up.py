@@ -31,7 +31,7 @@ from projections.projector import Fault, lock_checkpoint, record_fault, save_che
 from projections.vectors import Changes, VectorProjection
 
 BATCH_SIZE = 256  # events per step: one embedder call, one short write
-IDLE_SECONDS = 0.1  # between looks at the log once caught up
+IDLE_SECONDS = 0.5  # between looks at the log once caught up
 RETRY_SECONDS, RETRY_CAP_SECONDS = 0.5, 30.0  # the pause after the embedder was unavailable, doubling up to the cap
 log = logging.getLogger(__name__)
 
