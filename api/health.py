@@ -32,7 +32,7 @@ def readyz() -> tuple[Response, int]:
             conn.execute(text("SELECT 1"))
         head = services().store.head_position()
         lag = {p.name: head - services().projector.checkpoint(p.name) for p in services().projector.projections}
-        faults = services().projector.faults()
+        faults = services().projector.faults(everywhere=True)
         search_fault = services().search.current_fault()
         vectors = services().vectors
         vectors_at = vectors.checkpoint() if vectors is not None else 0

@@ -84,7 +84,7 @@ class ServiceState(Collector):
     def _log_and_projections(self) -> Iterator[Metric]:
         projector = self.services.projector
         head = self.services.store.head_position()
-        stopped = {fault.projection for fault in projector.faults()}
+        stopped = {fault.projection for fault in projector.faults(everywhere=True)}
         checkpoint = GaugeMetricFamily("memoryd_projection_checkpoint", "The log position a projection has applied.",
                                        labels=["projection"])
         lag = GaugeMetricFamily("memoryd_projection_lag_events", "Events in the log a projection has not applied.",

@@ -151,10 +151,14 @@ class Projector:
             time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 2, POLL_CAP)  # a short cap: workers usually finish within milliseconds
 
-    def faults(self) -> list[Fault]:
-        """Every projection that is stopped on an event, and why."""
+    def faults(self, everywhere: bool = False) -> list[Fault]:
+        """Every one of these projections that is stopped on an event, and why; ``everywhere``: of any projection
+        (the vectors', which run apart from the writes, too)."""
+        query = select(projection_faults).order_by(projection_faults.c.projection)
+        if not everywhere:
+            query = query.where(projection_faults.c.projection.in_([projection.name for projection in self.projections]))
         with self.database.read() as conn:
-            rows = conn.execute(select(projection_faults).order_by(projection_faults.c.projection)).all()
+            rows = conn.execute(query).all()
         return [Fault(row.projection, row.position, row.event_type, row.error) for row in rows]
 
     def rebuild(self, projection: Projection) -> int:

@@ -145,7 +145,7 @@ def status(as_json: bool) -> None:
     """Head of the log, each projection's checkpoint and lag, queue depth, failed jobs."""
     services = command_services()
     head = services.store.head_position()
-    faults = {fault.projection: fault for fault in services.projector.faults()}
+    faults = {fault.projection: fault for fault in services.projector.faults(everywhere=True)}
     report: dict[str, Any] = {
         "head": head,
         "projections": {name: {"checkpoint": (c := services.projector.checkpoint(name)), "lag": head - c,
@@ -244,7 +244,7 @@ def supersede(position: int, reason: str, replacement_file: Any) -> None:
     is stopped on can be superseded.
     """
     services = command_services()
-    stopped = [fault.projection for fault in services.projector.faults() if fault.position == position]
+    stopped = [fault.projection for fault in services.projector.faults(everywhere=True) if fault.position == position]
     if not stopped:
         raise click.ClickException(f"no projection is stopped on the event at position {position}; "
                                    "'memoryd status' shows where projections stand")
