@@ -11,6 +11,7 @@ import hashlib
 import re
 import threading
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -39,9 +40,18 @@ class FakeEmbedder:
         self.texts.extend(texts)
         vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for row, text in enumerate(texts):
+            counts = [0.0] * self.dimension
             for word in WORD.findall(text.lower()):
-                digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
-                vectors[row, int.from_bytes(digest[:4], "little") % self.dimension] += 1.0 if digest[4] & 1 else -1.0
-            vectors[row, 0] += 1e-3  # no zero vector, even for a text of no words
+                slot, sign = _slot(word, self.dimension)
+                counts[slot] += sign
+            counts[0] += 1e-3  # no zero vector, even for a text of no words
+            vectors[row] = counts
         norms: Vectors = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / norms
+
+
+@lru_cache(maxsize=1 << 16)
+def _slot(word: str, dimension: int) -> tuple[int, float]:
+    """The dimension a word counts in, and with which sign (a digest: the same in every process)."""
+    digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+    return int.from_bytes(digest[:4], "little") % dimension, 1.0 if digest[4] & 1 else -1.0
