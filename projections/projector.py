@@ -261,7 +261,7 @@ class Projector:
         for recorded in batch:
             if recorded.position > position + 1:
                 self._record_gap(tx.conn, projection.name, position + 1, recorded.position)
-            stopped = stopped_at(projection, recorded)
+            stopped = stopped_at(projection.name, recorded)
             try:
                 with tx.failing_as(stopped) if name_deferred else nullcontext():
                     projection.apply(tx, recorded)
@@ -355,9 +355,9 @@ _CLEAR_FAULTS = delete(projection_faults).where(projection_faults.c.projection.i
                                                 projection_faults.c.position <= bindparam("position"))
 
 
-def stopped_at(projection: Projection, recorded: RecordedEvent) -> Callable[[Exception], ProjectionStopped]:
-    """How ``projection`` failing on ``recorded`` is raised, wherever the failure surfaces."""
-    return lambda error: ProjectionStopped(Fault(projection.name, recorded.position, recorded.event_type,
+def stopped_at(projection: str, recorded: RecordedEvent) -> Callable[[Exception], ProjectionStopped]:
+    """How the projection named ``projection`` failing on ``recorded`` is raised, wherever the failure surfaces."""
+    return lambda error: ProjectionStopped(Fault(projection, recorded.position, recorded.event_type,
                                                  _storable(f"{type(error).__name__}: {error}")[:2000]))
 
 

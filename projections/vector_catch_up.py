@@ -87,7 +87,7 @@ class VectorCatchUp:
             try:
                 changes.add(recorded)
             except Exception as error:
-                return changes, stopped_at(self.projection, recorded)(error).fault
+                return changes, stopped_at(self.projection.name, recorded)(error).fault
         return changes, None
 
     def _embedded(self, changes: Changes, fault: Fault | None, batch: list[RecordedEvent]
@@ -111,7 +111,7 @@ class VectorCatchUp:
             except EmbeddingUnavailable:
                 raise
             except Exception as error:
-                fault = stopped_at(self.projection, recorded)(error).fault
+                fault = stopped_at(self.projection.name, recorded)(error).fault
                 break
             kept.add(recorded)
         changes.latest = kept.latest

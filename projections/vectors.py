@@ -22,7 +22,6 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from events.types import MEMORY_EVENTS, MemoriesErased, MemoryDeleted, MemoryEvent, RecordedEvent
 from memoryd.embeddings.embedder import Embedder, Vectors, memory_text
-from memoryd.storage.driver import Transaction
 from memoryd.storage.schema import memory_vectors
 from memoryd.storage.vectors import VECTORS_PREFIX
 
@@ -72,19 +71,12 @@ class Changes:
 
 
 class VectorProjection:
-    """The vectors of one model; ``apply`` embeds event by event (a replay's path), the catch-up a batch at once."""
-
-    tables = (memory_vectors,)
+    """The vectors of one model: what the catch-up embeds a batch at a time, and how it writes them."""
 
     def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
         self.model = embedder.model
         self.name = projection_name(embedder.model)
-
-    def apply(self, tx: Transaction, recorded: RecordedEvent) -> None:
-        changes = Changes()
-        changes.add(recorded)
-        self.write(tx.conn, changes, self.embed(changes))
 
     def embed(self, changes: Changes) -> Vectors:
         """The vectors of what ``changes`` leaves to embed, in its order (raises what the embedder raises)."""
