@@ -171,14 +171,14 @@ class Projector:
         """
         with self.database.transaction(Transaction) as tx:
             conn = tx.conn
-            self._lock_checkpoint(conn, projection.name)
+            lock_checkpoint(conn, projection.name)
             projection.reset(conn)
             superseded = self.store.superseded(conn)
             position = 0
             while batch := self.store.read_after(conn, position, BATCH_SIZE):
                 batch = [superseded[e.position].stand_in(e) if e.position in superseded else e for e in batch]
                 position = self._apply(tx, projection, position, batch)
-            self._save_checkpoint(conn, projection.name, position)
+            save_checkpoint(conn, projection.name, position)
         log.info("rebuilt projection %s to position %d", projection.name, position)
         return position
 
@@ -237,11 +237,11 @@ class Projector:
         while True:
             try:
                 with self.database.transaction(Transaction) as tx:
-                    position = self._lock_checkpoint(tx.conn, projection.name)
+                    position = lock_checkpoint(tx.conn, projection.name)
                     batch = self.store.read_after(tx.conn, position, BATCH_SIZE)
                     if batch:
                         position = self._apply(tx, projection, position, batch)
-                        self._save_checkpoint(tx.conn, projection.name, position)
+                        save_checkpoint(tx.conn, projection.name, position)
             except ProjectionStopped as failed:  # the batch rolled back: keep what precedes the event, stop before it
                 position, moved_on = self._stop_before(projection, failed.fault)
                 if moved_on:  # the event was superseded and its stand-in applied
@@ -278,7 +278,7 @@ class Projector:
         try:
             with self.database.transaction(Transaction) as tx:
                 conn = tx.conn
-                position = self._lock_checkpoint(conn, projection.name)
+                position = lock_checkpoint(conn, projection.name)
                 before = [e for e in self.store.read_after(conn, position, BATCH_SIZE) if e.position < fault.position]
                 position = self._apply(tx, projection, position, before)
                 failed = self.store.read_after(conn, position, 1)
@@ -288,7 +288,7 @@ class Projector:
                     log.warning("projection %s applies the stand-in for the superseded event at %d",
                                 projection.name, fault.position)
                     position = self._apply(tx, projection, position, [stand_in])
-                self._save_checkpoint(conn, projection.name, position)
+                save_checkpoint(conn, projection.name, position)
         except ProjectionStopped as again:  # the stand-in fails too (or the log changed under us): stop where we were
             fault, stand_in, position = again.fault, None, self.checkpoint(projection.name)
         if stand_in is not None or position >= fault.position:  # moved on (or another catch-up passed it)
@@ -310,12 +310,6 @@ class Projector:
         conn.execute(insert(projection_gaps).values(
             projection=name, first_position=first, last_position=committed - 1, reason=reason, recorded_at=utc_timestamp(),
         ).on_conflict_do_nothing())
-
-    def _lock_checkpoint(self, conn: Connection, name: str) -> int:
-        return lock_checkpoint(conn, name)
-
-    def _save_checkpoint(self, conn: Connection, name: str, position: int) -> None:
-        save_checkpoint(conn, name, position)
 
 
 def lock_checkpoint(conn: Connection, name: str) -> int:
