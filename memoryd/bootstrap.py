@@ -60,7 +60,10 @@ def build_services(config: Config, embedder: Embedder | None = None) -> Services
         dispatcher = RedisDispatcher(redis, queue, projector, queue_health, config.server.write_wait_ms / 1000)
     directory = Directory(database)
     locator = ProjectedMemoryLocator(database)
-    bus = CommandBus(Dependencies(store=store, locator=locator, users=directory), dispatcher, idempotency)
+    # PostgreSQL's commit waits for an fsync under the append lock: writes arriving together share one.
+    # SQLite's (WAL, synchronous=NORMAL) does not, so a write there goes alone, at once.
+    bus = CommandBus(Dependencies(store=store, locator=locator, users=directory), dispatcher, idempotency,
+                     group_commit=database.dialect == "postgresql")
     snapshots = Path(config.search.snapshot_dir) if config.search.snapshot_dir else \
         default_snapshot_dir(config.storage.database_url)
     search = SearchService(store, config.search.k1, config.search.b, snapshots, analyzer_for(config))
