@@ -69,7 +69,7 @@ def search() -> tuple[Response, int]:
     limit = _clamp(args["limit"], SEARCH_LIMIT)
     if (position := _as_of(args)) is not None:
         found = search_as_of(services().store, _filter(args), args["q"], limit, position,
-                             services().search.empty_index())
+                             services().search.empty_index(), services().search.fused)
         return _at(memory_list([historic.row() for historic in found]), position)
     with services().database.read() as conn:
         return memory_list(services().search.memories(conn, _filter(args), args["q"], limit))

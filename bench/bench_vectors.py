@@ -14,7 +14,7 @@ Two measurements, per backend:
   and their median latencies are reported. 100,000 memories drain in ``100000 / rate`` seconds at the measured
   rate (the per-batch work does not grow with the backlog: each step reads the next batch by position).
 
-The embedder is the tests' deterministic fake (hashed bag of words, 64 dimensions: ``tests/fake_embedder.py``),
+The embedder is the tests' deterministic fake (hashed bag of words, 64 dimensions: ``tests/fake_embeddings.py``),
 so the numbers are the channel's own mechanics (read, decode, write, checkpoint). ``--embed-ms`` adds a pause per
 text inside the embedder, releasing the GIL as an ONNX session does, to see a model's speed bound the drain: the
 drain rate is then about ``min(mechanics rate, 1000 / embed_ms)`` memories/s per catch-up thread.
@@ -57,7 +57,7 @@ from memoryd.kernel.config import Config, StorageSettings
 from memoryd.kernel.domain import REST_MAX_CONTENT, Namespace
 from memoryd.storage import migrate
 from projections.filters import MemoryFilter, ScopePattern
-from tests.fake_embedder import FakeEmbedder
+from tests.fake_embeddings import FakeEmbedder
 
 CHUNK = 50
 DEFAULT_SAVES = {"sqlite": 1000, "postgres": 500}

@@ -19,6 +19,7 @@ from memoryd.app.tool import MemoryTool
 from memoryd.app.turn import TurnComposer
 from memoryd.app.workstreams import Workstreams
 from memoryd.embeddings.embedder import Embedder
+from memoryd.embeddings.factory import semantic_embedder
 from memoryd.kernel.config import Config, default_snapshot_dir
 from memoryd.kernel.errors import ConfigError
 from memoryd.kernel.queue_health import QueueHealth
@@ -32,16 +33,21 @@ from projections.project_tables import ProjectTablesProjection
 from projections.projector import Projector
 from projections.queries import ProjectedMemoryLocator
 from projections.search import Analyzer, SearchService
+from projections.search.fused import FusedSearch
+from projections.search.fusion import Fusion
 from projections.semantic import VectorChannel
 
 ADMIN_PERMISSIONS = ["admin.memories"]
 
 
 def build_services(config: Config, embedder: Embedder | None = None) -> Services:
-    """``embedder``: the semantic channel's model (None: the channel is off, search is BM25 alone)."""
+    """``embedder``: the semantic channel's model, in place of the one ``[search] semantic`` names (None there:
+    the channel is off, search is BM25 alone)."""
     database = Database(config.storage.database_url)
     store = EventStore(database)
+    embedder = embedder or semantic_embedder(config.search)
     vectors = VectorChannel(database, store, embedder) if embedder is not None else None
+    fused = FusedSearch(vectors, Fusion(similarity_floor=config.search.similarity_floor)) if vectors else None
     memory_table = MemoryTableProjection()
     projector = Projector(database, store, [memory_table, ProjectTablesProjection()])
     idempotency = IdempotencyKeys(database, dt.timedelta(hours=config.server.idempotency_window_hours))
@@ -66,7 +72,7 @@ def build_services(config: Config, embedder: Embedder | None = None) -> Services
                      group_commit=database.dialect == "postgresql")
     snapshots = Path(config.search.snapshot_dir) if config.search.snapshot_dir else \
         default_snapshot_dir(config.storage.database_url)
-    search = SearchService(store, config.search.k1, config.search.b, snapshots, analyzer_for(config))
+    search = SearchService(store, config.search.k1, config.search.b, snapshots, analyzer_for(config), fused)
     tool = MemoryTool(bus, store, database, directory, search, config.memory.max_content)
     turns = TurnComposer(store, database, directory, search, config.memory)
     erasures = Erasures(bus, store, projector, search, config.server.write_wait_ms / 1000,

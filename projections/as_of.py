@@ -23,6 +23,7 @@ from events.types import MemorySaved, RecordedEvent
 from memoryd.kernel.domain import Memory
 from memoryd.storage.schema import events
 from projections.filters import MemoryFilter
+from projections.search.fused import FusedSearch
 from projections.search.index import SearchIndex
 
 PAGE = 5_000  # events per read of a range
@@ -60,15 +61,19 @@ def list_as_of(store: EventStore, where: MemoryFilter, position: int) -> list[Hi
 
 
 def search_as_of(store: EventStore, where: MemoryFilter, query: str, limit: int, position: int,
-                 index: SearchIndex) -> list[Historic]:
+                 index: SearchIndex, fused: FusedSearch | None = None) -> list[Historic]:
     """The ``limit`` best matches of ``query`` among the memories ``where`` admitted at ``position``, ranked
-    with that moment's statistics in ``index`` (empty: the live index's ranking and analyzer)."""
+    with that moment's statistics in ``index`` (empty: the live index's ranking and analyzer), and with
+    ``fused``, the semantic channel's, fused with the vectors of the versions it still holds."""
     admitted = sorted(list_as_of(store, where, position), key=lambda historic: historic.position)
     by_id = {}
     for historic in admitted:
         index.apply(RecordedEvent(historic.position, "", historic.version, MemorySaved.event_type, 1,
                                   MemorySaved(historic.memory).payload(), {}, ""))
         by_id[historic.memory.memory_id] = historic
+    if fused is not None:
+        versions = {memory_id: historic.position for memory_id, historic in by_id.items()}
+        return [by_id[candidate.memory_id] for candidate in fused.among_versions(index, query, limit, versions)]
     return [by_id[hit.memory_id] for hit in index.search(MemoryFilter(), query, limit)]
 
 

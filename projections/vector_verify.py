@@ -10,6 +10,7 @@ and the replayed texts of the model are held while compared (about ``dimension *
 from __future__ import annotations
 
 import hashlib
+from typing import NamedTuple
 
 import numpy as np
 from sqlalchemy import select
@@ -26,6 +27,19 @@ from projections.verify import LISTED, Verified
 TOLERANCE = 1e-4  # the largest difference allowed in any component of a unit vector
 
 
+class Stored(NamedTuple):
+    """A live row of ``memory_vectors``."""
+
+    version: int
+    position: int
+    where: tuple[str, str, str]  # scope, scope id, type
+    vector: bytes
+
+
+def _where(embedding: Embedding) -> tuple[str, str, str]:
+    return embedding.scope, embedding.scope_id, embedding.type
+
+
 def verify_vectors(database: Database, projector: Projector, projection: VectorProjection) -> Verified:
     """The model's rows, live beside the log replayed to their checkpoint and embedded again."""
     changes = Changes()
@@ -33,9 +47,8 @@ def verify_vectors(database: Database, projector: Projector, projection: VectorP
     with database.consistent_read() as live:  # the rows and their checkpoint, at one moment
         checkpoint = int(live.execute(select(projection_checkpoints.c.position)
                                       .where(projection_checkpoints.c.name == projection.name)).scalar() or 0)
-        stored = {row.memory_id: (row.version, row.position, row.vector) for row in live.execute(
-            select(memory_vectors.c.memory_id, memory_vectors.c.version, memory_vectors.c.position,
-                   memory_vectors.c.vector).where(memory_vectors.c.model == projection.model))}
+        stored = {row.memory_id: Stored(row.version, row.position, (row.scope, row.scope_id, row.type), row.vector)
+                  for row in live.execute(select(memory_vectors).where(memory_vectors.c.model == projection.model))}
     if checkpoint < reached:  # rebuilt meanwhile: replay again to where it stands now
         changes, reached = Changes(), 0
     _replay_into(changes, projector, reached, checkpoint)
@@ -51,7 +64,7 @@ def _replay_into(changes: Changes, projector: Projector, after: int, until: int)
     return max(position, until)
 
 
-def _compared(projection: VectorProjection, position: int, stored: dict[str, tuple[int, int, bytes]],
+def _compared(projection: VectorProjection, position: int, stored: dict[str, Stored],
               replayed: dict[str, Embedding]) -> Verified:
     live_digest, replayed_digest = hashlib.sha256(), hashlib.sha256()
     different, listed = 0, list[str]()
@@ -62,9 +75,9 @@ def _compared(projection: VectorProjection, position: int, stored: dict[str, tup
     for memory_id in sorted(set(stored) | set(replayed)):
         mine, theirs = stored.get(memory_id), replayed.get(memory_id)
         if mine is not None:
-            live_digest.update(canonical([memory_id, mine[0], mine[1]]))
+            live_digest.update(canonical([memory_id, mine.version, mine.position, *mine.where]))
         if theirs is not None:
-            replayed_digest.update(canonical([memory_id, theirs.version, theirs.position]))
+            replayed_digest.update(canonical([memory_id, theirs.version, theirs.position, *_where(theirs)]))
         problem = _difference(mine, theirs, vectors.get(memory_id))
         if problem:
             different += 1
@@ -74,14 +87,17 @@ def _compared(projection: VectorProjection, position: int, stored: dict[str, tup
                     different, listed)
 
 
-def _difference(mine: tuple[int, int, bytes] | None, theirs: Embedding | None, vector: Vectors | None) -> str:
+def _difference(mine: Stored | None, theirs: Embedding | None, vector: Vectors | None) -> str:
     """What differs between a live row and the replayed version ("" if nothing beyond the tolerance)."""
     if mine is None:
         return "only in the replay"
     if theirs is None:
         return "only in the live copy"
-    if (mine[0], mine[1]) != (theirs.version, theirs.position):
-        return f"live version {mine[0]} (position {mine[1]}), replayed version {theirs.version} (position {theirs.position})"
+    if (mine.version, mine.position) != (theirs.version, theirs.position):
+        return (f"live version {mine.version} (position {mine.position}), replayed version {theirs.version} "
+                f"(position {theirs.position})")
+    if mine.where != _where(theirs):
+        return f"live scope, scope id and type {mine.where}, replayed {_where(theirs)}"
     assert vector is not None  # every replayed memory was embedded
-    apart = float(np.max(np.abs(from_bytes(mine[2]) - vector))) if len(mine[2]) == 4 * len(vector) else float("inf")
+    apart = float(np.max(np.abs(from_bytes(mine.vector) - vector))) if len(mine.vector) == 4 * len(vector) else float("inf")
     return f"the vectors differ by {apart:.3g} in a component (tolerance {TOLERANCE:g})" if apart > TOLERANCE else ""

@@ -35,6 +35,9 @@ class Embedding:
     version: int
     position: int
     text: str
+    scope: str
+    scope_id: str
+    type: str
 
 
 @dataclass
@@ -55,7 +58,8 @@ class Changes:
         elif isinstance(event, MemoryEvent):  # a save or an update; an erased event decodes to neither
             memory = event.memory
             self.latest[memory.memory_id] = Embedding(recorded.stream_version, recorded.position,
-                                                      memory_text(memory.description, memory.content))
+                                                      memory_text(memory.description, memory.content), memory.scope,
+                                                      memory.scope_id, memory.type)
 
     def forget(self, memory_ids: Sequence[str]) -> None:
         """Embed none of these (erased since the batch was read): they are removed, not written."""
@@ -97,7 +101,8 @@ class VectorProjection:
         if gone := changes.gone:
             conn.execute(_DELETE, [{"model": self.model, "gone": memory_id} for memory_id in gone])
         rows = [{"model": self.model, "memory_id": memory_id, "version": found.version, "position": found.position,
-                 "vector": to_bytes(vector)} for (memory_id, found), vector in zip(changes.to_embed, vectors, strict=True)]
+                 "scope": found.scope, "scope_id": found.scope_id, "type": found.type, "vector": to_bytes(vector)}
+                for (memory_id, found), vector in zip(changes.to_embed, vectors, strict=True)]
         if rows:
             conn.execute(_upsert(conn.dialect.name), rows)
 
@@ -131,4 +136,4 @@ def _upsert(dialect: str) -> Executable:
     statement = (postgres_insert if dialect == "postgresql" else sqlite_insert)(memory_vectors)
     return statement.on_conflict_do_update(
         index_elements=[memory_vectors.c.model, memory_vectors.c.memory_id],
-        set_={column: statement.excluded[column] for column in ("version", "position", "vector")})
+        set_={column: statement.excluded[column] for column in ("version", "position", "scope", "scope_id", "type", "vector")})

@@ -1,8 +1,11 @@
 """A deterministic stand-in for a sentence-embedding model, in-process and as an OpenAI-compatible server.
 
-Vectors are hashed bags of words: each lowercased word adds 1 to one of ``dimension`` coordinates (by its
-sha256), then the row is scaled to unit length. Texts sharing words are close, texts sharing none are
-orthogonal unless two words collide: enough to test the semantic channel's plumbing, never its quality.
+Vectors are hashed bags of words: each lowercased word (or the concept ``CONCEPTS`` files it under) adds 1 to
+one of ``dimension`` coordinates (by its digest, the same in every process), then the row is scaled to unit
+length. Texts sharing words are close, texts sharing none are orthogonal unless two words collide; the
+concepts let a test find a memory that shares no word with the query, as a real model would ("guitar" near
+"violin"). The same text always gives the same vector, so a rebuild equals the live projection exactly.
+Enough to test the semantic channel's plumbing, never its quality.
 """
 
 from __future__ import annotations
@@ -15,34 +18,55 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
 
-from memoryd.embeddings.embedder import Vectors
+from memoryd.embeddings.embedder import EmbeddingUnavailable, Vectors
 from memoryd.embeddings.unit import unit_rows
 
 DIMENSION = 64
 _WORD = re.compile(r"\w+")
+CONCEPTS = {word: "instrument" for word in ("violin", "guitar", "piano", "cello", "drums")}
 
 
 def hashed_vectors(texts: Sequence[str], dimension: int = DIMENSION) -> Vectors:
     counts = np.zeros((len(texts), dimension))
     for row, text in enumerate(texts):
         for word in _WORD.findall(text.lower()):
-            counts[row, int.from_bytes(hashlib.sha256(word.encode()).digest()[:4], "big") % dimension] += 1
+            counts[row, _slot(CONCEPTS.get(word, word), dimension)] += 1
+        counts[row, 0] += 1e-3  # no zero vector, even for a text of no words
     return unit_rows(counts)
 
 
-class FakeEmbedder:
-    """An ``Embedder`` of hashed bags of words; ``calls`` counts the texts it was asked for."""
+@lru_cache(maxsize=1 << 16)
+def _slot(word: str, dimension: int) -> int:
+    return int.from_bytes(hashlib.blake2b(word.encode(), digest_size=4).digest(), "big") % dimension
 
-    def __init__(self, dimension: int = DIMENSION) -> None:
-        self.dimension, self.model, self.calls = dimension, f"fake-hashed-words/{dimension}", 0
+
+class FakeEmbedder:
+    """An ``Embedder`` of hashed bags of words. ``blocked`` cleared holds every call until it is set again (a
+    save must not wait for it); ``unavailable`` makes every call raise ``EmbeddingUnavailable``; ``texts``
+    holds every text it was asked for, ``called`` is set by the first call (a held one too)."""
+
+    def __init__(self, dimension: int = DIMENSION, model: str = "fake-hashed-words") -> None:
+        self.dimension, self.model = dimension, f"{model}/{dimension}"
+        self.blocked = threading.Event()
+        self.blocked.set()
+        self.called = threading.Event()
+        self.unavailable = False
+        self.calls = 0
+        self.texts: list[str] = []
 
     def embed(self, texts: Sequence[str]) -> Vectors:
-        self.calls += len(texts)
+        self.called.set()
+        self.blocked.wait()
+        self.calls += 1
+        if self.unavailable:
+            raise EmbeddingUnavailable("the fake embedder is switched off")
+        self.texts.extend(texts)
         return hashed_vectors(texts, self.dimension)
 
 

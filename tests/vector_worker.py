@@ -7,7 +7,7 @@ from memoryd.bootstrap import build_services
 from memoryd.kernel.config import load_config
 from memoryd.kernel.logs import configure_logging
 from memoryd.storage import migrate
-from tests.fake_embedder import FakeEmbedder
+from tests.fake_embeddings import FakeEmbedder
 from workers.runner import run_worker
 
 

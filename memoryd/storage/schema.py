@@ -327,6 +327,10 @@ memory_vectors = Table(
     Column("memory_id", String(36), primary_key=True),
     Column("version", Integer, nullable=False),
     Column("position", BigInteger, nullable=False),
+    # where the memory lives and its type: a search keeps to the memories its caller may see without a join
+    Column("scope", String(32), nullable=False),
+    Column("scope_id", Text, nullable=False),
+    Column("type", String(32), nullable=False),
     Column("vector", LargeBinary, nullable=False),
     Index("ix_memory_vectors_model_position", "model", "position"),
 )

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -32,29 +33,41 @@ class Fusion:
     similarity_floor: float = SIMILARITY_FLOOR
 
 
-def fused_scores(bm25: Mapping[str, float], similarities: Mapping[str, float],
-                 fusion: Fusion = Fusion()) -> dict[str, float]:
+class Spread(NamedTuple):
+    """The mean and standard deviation of the similarities of every memory a caller may see that has a vector."""
+
+    mean: float
+    deviation: float
+
+    @classmethod
+    def of(cls, similarities: Mapping[str, float]) -> Spread:
+        values = np.fromiter(similarities.values(), dtype=np.float64, count=len(similarities))
+        return cls(float(values.mean()), float(values.std())) if len(values) else cls(0.0, 0.0)
+
+
+def fused_scores(bm25: Mapping[str, float], similarities: Mapping[str, float], fusion: Fusion = Fusion(),
+                 spread: Spread | None = None) -> dict[str, float]:
     """The fused score of every memory that matches a channel above its floor.
 
     ``bm25``: the BM25 scores of the caller's best matches (at least the top ``BM25_DEPTH``; a memory left
     out, or at 0, shares no word with the query). ``similarities``: the cosine similarity of every memory the
-    caller may see that has a vector (its z-scores are over these). Empty ``similarities``: BM25 alone.
+    caller may see that has a vector (its z-scores are over these); or, with their ``spread`` given, of those
+    at or above the floor at least. Empty ``similarities``: BM25 alone.
     """
     best = max(bm25.values(), default=0.0)
     scores = {memory: fusion.lexical_weight * score / best for memory, score in bm25.items() if score > 0}
     if not similarities:
         return scores
-    values = np.fromiter(similarities.values(), dtype=np.float64, count=len(similarities))
-    mean, spread = float(values.mean()), float(values.std())
+    mean, deviation = spread or Spread.of(similarities)
     for memory, similarity in similarities.items():
         if similarity >= fusion.similarity_floor:
-            standing = (similarity - mean) / spread if spread > 0 else 0.0
+            standing = (similarity - mean) / deviation if deviation > 0 else 0.0
             scores[memory] = scores.get(memory, 0.0) + standing
     return scores
 
 
-def fused_ranking(bm25: Mapping[str, float], similarities: Mapping[str, float],
-                  fusion: Fusion = Fusion()) -> list[str]:
+def fused_ranking(bm25: Mapping[str, float], similarities: Mapping[str, float], fusion: Fusion = Fusion(),
+                  spread: Spread | None = None) -> list[str]:
     """The memories ``fused_scores`` scores, best first; ties go to the higher BM25 score, then the lower id."""
-    scores = fused_scores(bm25, similarities, fusion)
+    scores = fused_scores(bm25, similarities, fusion, spread)
     return sorted(scores, key=lambda memory: (-scores[memory], -bm25.get(memory, 0.0), memory))

@@ -143,6 +143,13 @@ class SearchIndex:
         with self.state.lock:
             return [memory_id for memory_id in memory_ids if memory_id in self.state.slot_of]
 
+    def positions_of(self, memory_ids: Iterable[str]) -> dict[str, int]:
+        """The log position each of ``memory_ids`` the index holds was indexed from (its version here)."""
+        state = self.state
+        with state.lock:
+            return {memory_id: int(state.slot_version[slot]) for memory_id in memory_ids
+                    if (slot := state.slot_of.get(memory_id)) is not None}
+
     @property
     def tuning(self) -> Tuning:
         return self.state.tuning

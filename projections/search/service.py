@@ -38,6 +38,7 @@ from projections.filters import MemoryFilter
 from projections.projector import Fault, ProjectionStopped
 from projections.queries import memories_in_order
 from projections.search.analysis import Analyzer
+from projections.search.fused import FusedSearch
 from projections.search.index import IndexShape, SearchIndex
 from projections.search.reading import Candidates, Hit
 from projections.search.snapshot import SnapshotCorrupt, SnapshotFormatError
@@ -52,8 +53,10 @@ Progress = Callable[[int], None]  # called with the number of events just applie
 
 class SearchService:
     def __init__(self, store: EventStore, k1: float, b: float, snapshot_dir: Path,
-                 analyzer: Analyzer | None = None) -> None:
+                 analyzer: Analyzer | None = None, fused: FusedSearch | None = None) -> None:
+        """``fused``: the semantic channel's ranking (None: BM25 alone)."""
         self.store = store
+        self.fused = fused
         self.files = SnapshotFiles(snapshot_dir)
         self.k1, self.b = k1, b
         self.analyzer = analyzer or Analyzer()
@@ -67,11 +70,22 @@ class SearchService:
         self._supersedes = 0  # supersedes and erasures seen; a read that raced one is not kept
 
     def search(self, where: MemoryFilter, query: str, limit: int) -> list[Hit]:
-        return self.catch_up().search(where, query, limit)
+        index = self.catch_up()
+        if self.fused is None:
+            return index.search(where, query, limit)
+        return [Hit(candidate.memory_id, candidate.score or 0.0)
+                for candidate in self.fused.candidates(index, where, query, limit)[0].ranked]
 
     def candidates(self, where: MemoryFilter, query: str, limit: int) -> Candidates:
         """Ranked (or, with no words, newest) candidates and the count in scope, at one caught-up position."""
-        return self.catch_up().candidates(where, query, limit)
+        return self.ranked(self.catch_up(), where, query, limit)[0]
+
+    def ranked(self, index: SearchIndex, where: MemoryFilter, query: str, limit: int) -> tuple[Candidates, str | None]:
+        """``index``'s candidates, fused with the semantic channel's when it is on; and why they are BM25's
+        alone when the channel is on but could not answer (None otherwise)."""
+        if self.fused is None:
+            return index.candidates(where, query, limit), None
+        return self.fused.candidates(index, where, query, limit)
 
     def versions(self, positions: list[int]) -> dict[int, Memory]:
         """The memory each position's event left, as ``events.streams.memory_versions``; the versions recently
@@ -284,7 +298,8 @@ class SearchService:
 
     def memories(self, conn: Connection, where: MemoryFilter, query: str, limit: int, offset: int = 0
                  ) -> list[dict[str, Any]]:
-        """The best matches as table rows, in rank order, each with its BM25 ``score``: the ``limit`` after the
+        """The best matches as table rows, in rank order, each with its ``score`` (BM25's, or the fused score with
+        the semantic channel on): the ``limit`` after the
         ``offset`` best (the index ranks ``offset + limit``; only the page's rows are read)."""
         scores = {hit.memory_id: hit.score for hit in self.search(where, query, offset + limit)[offset:]}
         return [row | {"score": scores[row["memory_id"]]} for row in memories_in_order(conn, list(scores))]

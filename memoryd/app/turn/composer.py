@@ -151,7 +151,8 @@ class TurnComposer:
         if isinstance(caught_up, Exception):  # retrieval must never fail the turn: the runtime still gets its messages
             return self._degraded(empty, session, caught_up), []
         try:  # the index ranks the whole envelope exactly: the top k of fetch_limit candidates are its top k
-            found = caught_up.candidates(scope.envelope_filter(), request.context, min(k, self.settings.fetch_limit))
+            found, bm25_alone = self.search.ranked(caught_up, scope.envelope_filter(), request.context,
+                                                   min(k, self.settings.fetch_limit))
         except Exception as error:
             return self._degraded(empty, session, error), []
         try:  # after the snapshot, which the shared index may have passed: the versions it ranked are all there
@@ -159,7 +160,7 @@ class TurnComposer:
             versions = self.search.versions([candidate.position for candidate in chosen])
         except Exception as error:
             return self._degraded(empty, session, error), []
-        degraded = None
+        degraded = bm25_alone
         if request.min_position > found.position:
             fault = self.search.fault
             degraded = (f"the search index has reached position {found.position}, not {request.min_position}"

@@ -24,6 +24,9 @@ def upgrade() -> None:
         sa.Column("memory_id", sa.String(36), primary_key=True),
         sa.Column("version", sa.Integer, nullable=False),
         sa.Column("position", sa.BigInteger, nullable=False),
+        sa.Column("scope", sa.String(32), nullable=False),
+        sa.Column("scope_id", sa.Text, nullable=False),
+        sa.Column("type", sa.String(32), nullable=False),
         sa.Column("vector", sa.LargeBinary, nullable=False),
     )
     op.create_index("ix_memory_vectors_model_position", "memory_vectors", ["model", "position"])
