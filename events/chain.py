@@ -165,6 +165,20 @@ def verify(log: Iterable[RecordedEvent], head: Checkpoint, gaps: Iterable[tuple[
     return Verdict(count, reached, None)
 
 
+def verify_segment(log: Iterable[RecordedEvent], start: Checkpoint, gaps: Iterable[tuple[int, int]] = (),
+                   erased: dict[int, int] | None = None) -> Verdict:
+    """Walk ``log``, the events after ``start`` (a position and the hash the walk reached there), and check
+    each as ``verify`` does: one page of a walk that is resumed from where the last page stopped, so a
+    caller can show its progress and no request walks the whole log."""
+    allowed = dict(gaps)
+    reached, count = start, 0
+    for event in log:
+        if (broken := _check(event, reached, allowed, (erased or {}).get(event.position))) is not None:
+            return Verdict(count, reached, broken)
+        reached, count = Checkpoint(event.position, event.hash), count + 1
+    return Verdict(count, reached, None)
+
+
 def _check(event: RecordedEvent, after: Checkpoint, gaps: dict[int, int], erased_by: int | None) -> Break | None:
     if event.position <= after.position:
         return Break(event.position, f"out of order: position {event.position} comes after {after.position}")
