@@ -8,8 +8,6 @@ they fail loudly: CI must never pass without them.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -31,9 +29,8 @@ from tests.helpers import (
     MakeCaller,
     World,
     caller_factory,
-    free_port,
     make_services,
-    wait_until_serving,
+    serving,
 )
 from tests.own_postgres import OwnPostgres, missing_toolchain
 
@@ -241,18 +238,5 @@ def cast(make_caller: MakeCaller, services: Services) -> Cast:
 @pytest.fixture(scope="module")
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """A live ``memoryd serve`` per test module (the SDKs, the MCP server and the hook talk to it)."""
-    url = f"sqlite:///{tmp_path_factory.mktemp('live') / 'memoryd.db'}"
-    services = make_services(url)
-    admin = services.directory.create_user("admin")
-    admin_token = services.directory.create_token(admin, ["read", "write", "service"], ["admin.memories"])[1]
-    services.database.dispose()
-    port = free_port()
-    env = {**os.environ, "MEMORYD_DATABASE_URL": url, "MEMORYD_PORT": str(port)}
-    server = subprocess.Popen([sys.executable, "-m", "memoryd", "serve"], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        assert wait_until_serving(f"http://127.0.0.1:{port}/healthz"), "memoryd serve did not come up"
-        yield LiveServer(f"http://127.0.0.1:{port}", admin_token, url)
-    finally:
-        server.terminate()
-        server.wait(10)
+    with serving(f"sqlite:///{tmp_path_factory.mktemp('live') / 'memoryd.db'}") as server:
+        yield server
