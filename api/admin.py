@@ -178,7 +178,7 @@ def chain() -> tuple[Response, int]:
     digest = args["hash"].strip().lower()
     if args["after"] > 0 and not re.fullmatch("[0-9a-f]{64}", digest):
         raise ValidationError("hash is required after position 0: the 64 hex digits the last page reached")
-    start = Checkpoint(args["after"], digest or GENESIS)
+    start = Checkpoint(args["after"], digest if args["after"] > 0 else GENESIS)
     page = verify_page(services().store, start, args["limit"])
     verdict = page.verdict
     broken = {"position": verdict.broken.position, "reason": verdict.broken.reason} if verdict.broken else None

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, select
 
-from events.chain import GENESIS, Break, Checkpoint, Verdict, verify, verify_segment
+from events.chain import Break, Checkpoint, Verdict, end_of_the_log, verify, verify_segment
 from events.erasure import erased_positions
 from events.store import HEAD, EventStore
 from events.types import RecordedEvent
@@ -61,58 +61,34 @@ def verify_chain(store: EventStore, since: Checkpoint | None = None,
 
 @dataclass(frozen=True)
 class ChainPage:
-    """One page of a resumable walk of the chain: how far it got and the head it walks towards."""
+    """One page of a resumable walk of the chain: how far it got, the head it walks towards, and whether it
+    read the last event and found the log ending at that head."""
 
     verdict: Verdict
     head: Checkpoint
-
-    @property
-    def complete(self) -> bool:
-        return self.verdict.ok and self.verdict.head.position >= self.head.position
+    complete: bool
 
 
 def verify_page(store: EventStore, start: Checkpoint, limit: int) -> ChainPage:
     """Check up to ``limit`` events after ``start`` (where an earlier page stopped, or position 0), in one
-    consistent read: the event at ``start`` must still hold the hash the walk reached there, and a page that
-    reaches the head must end at its hash. Pages chain like the events do, so a walk in pages proves what
-    one walk proves (``verify_chain``) up to the head it ends at."""
+    consistent read: the event at ``start`` must still hold the hash the walk reached there, and the page
+    that reads the last event must end at the head, as ``verify_chain`` does. Pages chain like the events
+    do, so a walk in pages proves what one walk proves, up to the head its last page read."""
     with store.database.consistent_read() as conn:
         row = conn.execute(HEAD).one()
         head = Checkpoint(int(row.position), row.hash)
-        if start.position > head.position:
-            return ChainPage(Verdict(0, start, Break(start.position, f"the log's head is at {head.position}")), head)
-        if start.position == 0 and start.hash != GENESIS:
-            return ChainPage(Verdict(0, start, Break(0, "the walk starts at position 0 with no hash")), head)
         if start.position > 0:
             there = store.read_after(conn, start.position - 1, 1)
             if not there or there[0].position != start.position or there[0].hash != start.hash:
                 return ChainPage(Verdict(0, start, Break(start.position, (
-                    "the hash here is not the one the walk reached: the log was rewritten meanwhile"))), head)
+                    "the hash here is not the one the walk reached: the log was rewritten meanwhile"))), head, False)
         allowed = gaps(conn)
         page = store.read_after(conn, start.position, limit)
         verdict = verify_segment(page, start, allowed, erased_positions(conn))
-    return ChainPage(_at_the_end(verdict, head, dict(allowed), full=len(page) == limit), head)
-
-
-def _at_the_end(verdict: Verdict, head: Checkpoint, gaps: dict[int, int], full: bool) -> Verdict:
-    """A page's verdict, once it is held to the head: a walk that got there must end at its hash, one
-    that stopped short on a page not full is missing the rest, and one that went past it found events the
-    head does not know."""
-    reached = verdict.head
-    at_head = reached.position == head.position or gaps.get(reached.position + 1) == head.position
-    if not verdict.ok:
-        return verdict
-    if reached.position > head.position:
-        return Verdict(verdict.events, reached, Break(head.position + 1, (
-            f"events past the head at {head.position}: a head moved back, or events added behind its back")))
-    if at_head and reached.hash != head.hash:
-        return Verdict(verdict.events, reached, Break(head.position, (
-            f"the head records hash {head.hash[:12]}…, the log ends at {reached.position} with "
-            f"{reached.hash[:12]}… (a head moved back, or events past it)")))
-    if not at_head and not full:
-        return Verdict(verdict.events, reached, Break(reached.position + 1, (
-            f"missing: the log ends at position {reached.position}, its head at {head.position}")))
-    return Verdict(verdict.events, head if at_head else reached, None)
+    if not verdict.ok or len(page) == limit:  # broken, or more to read
+        return ChainPage(verdict, head, False)
+    ended = end_of_the_log(verdict.head, head, dict(allowed))
+    return ChainPage(Verdict(verdict.events, verdict.head, ended), head, ended is None)
 
 
 def gaps(conn: Connection) -> list[tuple[int, int]]:
