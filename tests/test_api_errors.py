@@ -106,7 +106,7 @@ def test_an_unknown_route_is_a_json_404(alice: Caller, path: str) -> None:
 
 
 @pytest.mark.parametrize(("method", "path"), [
-    ("PUT", MEMORIES), ("PUT", SEARCH), ("PATCH", f"{ADMIN}/some-id"), ("DELETE", AUDIT)])
+    ("PUT", MEMORIES), ("PUT", SEARCH), ("PUT", f"{ADMIN}/some-id"), ("DELETE", AUDIT)])
 def test_a_wrong_method_is_a_json_405(alice: Caller, method: str, path: Any) -> None:
     assert_error(alice.request(method, path), 405)
 
@@ -341,7 +341,9 @@ def test_the_openapi_request_schemas_name_every_field(openapi: dict[str, Any]) -
         (f"{ADMIN}/{{memory_id}}", "get", {"memory_id", "as_of"}, {"memory_id"}),
         ("/v1/api/admin/events", "get", {"after", "limit"}, set()),
         (f"{ADMIN}/{{memory_id}}", "delete", {"memory_id"}, {"memory_id"}),
-        (AUDIT, "get", {"action", "actor", "memory_id", "project_id", "after", "limit"}, set()),
+        (AUDIT, "get", {"action", "actor", "memory_id", "project_id", "after", "since", "limit"}, set()),
+        ("/v1/api/admin/audit/chain", "get", {"after", "hash", "limit"}, set()),
+        ("/v1/api/admin/erasures/preview", "get", {"user_id", "memory_id", "scope", "scope_id"}, set()),
     ],
 )
 def test_the_openapi_document_names_every_parameter(openapi: dict[str, Any], path: Any, method: str, parameters: Any,

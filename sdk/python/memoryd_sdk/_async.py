@@ -119,6 +119,30 @@ class AsyncMemorydConsole(_Client):
         """Bring a version back (as its history lists it), as a new write audited like any save."""
         return await self._transport.send(calls.restore_memory(memory_id, version))
 
+    async def edit_memory(self, memory_id: str, *, content: str | None = None, description: str | None = None,
+                    mem_type: str | None = None, if_match: int | None = None) -> models.AdminMemoryInfo:
+        """Change a memory's content, description or type (those given), in whichever scope it is; at the
+        ``if_match`` version (else a ``MemorydAPIError`` with status 412 and the current version), else at the one
+        memoryd reads."""
+        return await self._transport.send(calls.edit_memory(memory_id, content, description, mem_type, if_match))
+
+    async def preview_erasure(self, *, user_id: str | None = None, memory_id: str | None = None, scope: str | None = None,
+                        scope_id: str | None = None) -> models.ErasurePreview:
+        """What ``erase`` with the same selector would take now: the memories and the log positions."""
+        selector = {"user_id": user_id, "memory_id": memory_id, "scope": scope, "scope_id": scope_id}
+        return await self._transport.send(calls.preview_erasure(selector))
+
+    async def verify_chain(self, *, page: int = 2000) -> AsyncIterator[models.ChainPage]:
+        """Walk the log's hash chain ``page`` events a request, yielding each page (its ``reached`` position
+        is the progress); the last one is ``complete``, or names where the chain is ``broken``."""
+        after, digest = 0, ""
+        while True:
+            found = await self._transport.send(calls.chain_page(after, digest, page))
+            yield found
+            if found.complete or found.broken is not None:
+                return
+            after, digest = found.reached.position, found.reached.hash
+
     async def erase(self, *, reason: str, user_id: str | None = None, memory_id: str | None = None,
               scope: str | None = None, scope_id: str | None = None) -> models.ErasureCertificate:
         """Erase a user's memories, one memory, or a namespace's (``scope`` and ``scope_id``) from the log and
@@ -127,10 +151,11 @@ class AsyncMemorydConsole(_Client):
         return await self._transport.send(calls.erase(selector, reason))
 
     async def iter_audit(self, *, action: str = "", actor: str = "", memory_id: str = "", project_id: str = "",
-                   after: int = 0, page: int = 100) -> AsyncIterator[models.AuditRecord]:
-        """Every audit record after ``after``, oldest first, fetched ``page`` at a time."""
+                   after: int = 0, since: str = "", page: int = 100) -> AsyncIterator[models.AuditRecord]:
+        """Every audit record after ``after`` (and from the ISO 8601 time ``since``), oldest first, fetched
+        ``page`` at a time."""
         while True:
-            found = await self._transport.send(calls.audit(after, page, action, actor, memory_id, project_id))
+            found = await self._transport.send(calls.audit(after, page, action, actor, memory_id, project_id, since))
             for record in found.records:
                 yield record
             if len(found.records) < page:

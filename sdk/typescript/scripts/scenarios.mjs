@@ -28,6 +28,14 @@ const CALLS = {
   memory_history: (c, a) => c.memoryHistory(a.memory_id),
   restore_memory: (c, a) => c.restoreMemory(a.memory_id, a.version),
   erase: (c, a) => c.erase(a),
+  edit_memory: (c, a) => c.editMemory(a.memory_id, { content: a.content, description: a.description, type: a.mem_type,
+                                                     if_match: a.if_match }),
+  preview_erasure: (c, a) => c.previewErasure(a),
+  verify_chain: async (c, a) => {
+    const pages = [];
+    for await (const page of c.verifyChain({ page: a.page })) pages.push(page);
+    return pages;
+  },
   iter_audit: async (c, a) => {
     const records = [];
     for await (const record of c.iterAudit(a)) records.push(record);
