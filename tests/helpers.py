@@ -332,7 +332,7 @@ class LiveServer:
 def serving(url: str) -> Iterator[LiveServer]:
     """A live ``memoryd serve`` on ``url``'s database (migrated here) and a free port, with an admin token."""
     services = make_services(url)
-    admin = services.directory.create_user(f"admin-{uuid.uuid4().hex[:8]}")
+    admin = services.directory.create_user("admin")
     admin_token = services.directory.create_token(admin, ["read", "write", "service"], ["admin.memories"])[1]
     services.database.dispose()
     port = free_port()

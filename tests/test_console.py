@@ -174,7 +174,7 @@ def test_erasure_with_a_preview_and_a_certificate(page: Page, live_server: LiveS
     page.get_by_role("table", name="Memories that would be erased").get_by_role("cell", name=doomed["name"]).wait_for()
     assert call(live_server, "GET", f"{ADMIN}/memories/{doomed['memory_id']}")["content"] == "Dana lives in Ghent."
     page.get_by_label("Reason (kept in the log)").fill("request 2026-118")
-    page.get_by_role("button", name=re.compile("^Erase 1 memories")).click()
+    page.get_by_role("button", name="Erase 1 memory and 1 event").click()
     page.get_by_text("Every store was read back and holds nothing of the erased memories.").wait_for()
     with page.expect_download() as downloading:
         page.get_by_role("link", name=re.compile(r"^Download erasure-\d+\.json$")).click()

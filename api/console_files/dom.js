@@ -68,3 +68,7 @@ export function download(name, value) {
   const link = el("a", { href: url, download: name }, `Download ${name}`);
   return link;
 }
+
+export function counted(count, one, many) {
+  return `${count} ${count === 1 ? one : many}`;
+}

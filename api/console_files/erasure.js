@@ -1,7 +1,7 @@
 // Erasure: name a user, a memory or a namespace, see what would go, confirm with a reason, and keep the
 // certificate memoryd answers (shown, and downloadable as JSON).
 import { call, query } from "./api.js";
-import { download, el, errorBox, field, replace, table } from "./dom.js";
+import { counted, download, el, errorBox, field, replace, table } from "./dom.js";
 
 const KINDS = { user_id: "A user (their memories, and every memory they wrote)", memory_id: "One memory",
   scope: "A namespace (scope and scope id)" };
@@ -42,7 +42,8 @@ function previewView(selector, preview, outcome) {
   const confirm = el("form", { class: "confirm", "aria-label": "Confirm the erasure" },
     field("Reason (kept in the log)", reason),
     el("button", { type: "submit", class: "danger" },
-      `Erase ${preview.memories.length} memories and ${preview.positions.length} events`));
+      `Erase ${counted(preview.memories.length, "memory", "memories")} and `
+      + `${counted(preview.positions.length, "event", "events")}`));
   confirm.addEventListener("submit", async (event) => {
     event.preventDefault();
     try {
@@ -54,8 +55,9 @@ function previewView(selector, preview, outcome) {
     }
   });
   return el("div", {},
-    el("p", { role: "status" }, `This would erase ${preview.memories.length} memories from everything memoryd `
-      + `stores, and redact ${preview.positions.length} events of the log (the hash chain still verifies).`),
+    el("p", { role: "status" }, `This would erase ${counted(preview.memories.length, "memory", "memories")} from `
+      + `everything memoryd stores, and redact ${counted(preview.positions.length, "event", "events")} of the log `
+      + "(the hash chain still verifies)."),
     table("Memories that would be erased", ["Name", "Scope", "Type", "Description", "Memory id"],
       preview.memories.map((memory) => el("tr", {}, el("td", {}, memory.name),
         el("td", {}, memory.scope_id ? `${memory.scope}:${memory.scope_id}` : memory.scope), el("td", {}, memory.type),
@@ -71,10 +73,9 @@ export function certificateView(certificate) {
       : "Some store still holds something of the erased memories: see the checks."),
     table("Each store, read back", ["Store", "Free", "Details"], certificate.checks.map((check) => el("tr", {},
       el("td", {}, check.store), el("td", {}, check.free ? "yes" : "NO"),
-      el("td", {}, Object.entries(check).filter(([key]) => !["store", "free"].includes(key))
-        .map(([key, value]) => `${key}: ${JSON.stringify(value)}`).join(", "))))),
+      el("td", {}, check.detail || "")))),
     el("p", {}, `Erased at ${certificate.erased_at} by ${certificate.erased_by}, reason: ${certificate.reason}; `
-      + `${certificate.memories.length} memories, positions ${certificate.positions.join(", ")}.`),
+      + `${counted(certificate.memories.length, "memory", "memories")}, log positions ${certificate.positions.join(", ")}.`),
     download(`erasure-${certificate.position}.json`, certificate),
     el("pre", { class: "json" }, JSON.stringify(certificate, null, 2)));
 }

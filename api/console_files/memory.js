@@ -19,11 +19,11 @@ export async function memoryView(section, [memoryId, asOf = ""], session) {
     const memory = found.body;
     const latest = history.filter((version) => !asOf || version.position <= Number(found.headers.get("X-As-Of-Position")))
       .at(-1);
-    section.append(el("h2", {}, memory.name),
-      asOf ? el("p", { class: "notice", role: "status" },
+    section.append(el("h2", {}, memory.name));
+    if (asOf) section.append(el("p", { class: "notice", role: "status" },
         `As it was at log position ${found.headers.get("X-As-Of-Position")} (asked: ${asOf}). `,
-        el("a", { href: `#/memory/${encodeURIComponent(memoryId)}` }, "See it now")) : null,
-      details(memory, latest));
+        el("a", { href: `#/memory/${encodeURIComponent(memoryId)}` }, "See it now")));
+    section.append(details(memory, latest));
     if (!asOf && session.canWrite) section.append(editor(path, memory, section, memoryId));
   }
   if (history.length) section.append(historyView(path, memoryId, history, session));

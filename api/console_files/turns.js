@@ -42,7 +42,7 @@ function receiptView(receipt) {
     table("Memories chosen", ["Name", "Type", "Scope", "Score", "As of position"], receipt.items.map((item) =>
       el("tr", {},
         el("td", {}, el("a", { href: `#/memory/${encodeURIComponent(item.memory_id)}/${item.position}` }, item.name)),
-        el("td", {}, item.type), el("td", {}, item.scope), el("td", {}, item.score === null ? "" : String(item.score)),
+        el("td", {}, item.type), el("td", {}, item.scope), el("td", {}, typeof item.score === "number" ? item.score.toFixed(2) : ""),
         el("td", {}, String(item.position))))),
     el("h4", {}, "The block, rebuilt from the log"), el("pre", { class: "content" }, receipt.block || "(none)"));
 }
