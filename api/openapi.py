@@ -195,6 +195,10 @@ def build_openapi() -> dict[str, Any]:
         "get": _operation("A session's turn receipts, in turn order", turn_schemas.ReceiptPageSchema,
                           query=schemas.ReceiptsQuery, path=("session_id",)),
     })
+    spec.path("/v1/api/admin/memories/{memory_id}/turns", operations={
+        "get": _operation("The newest turns, in any session, that put this memory in front of the model",
+                          turn_schemas.ReceiptListSchema, query=schemas.MemoryTurnsQuery, path=("memory_id",)),
+    })
     spec.path("/v1/api/admin/workstreams", operations={
         "get": _operation("List workstreams (filters: owner, member, project_id; paged by id)",
                           ids.WorkstreamPageSchema, query=ids.WorkstreamsQuery),

@@ -210,6 +210,10 @@ class ReceiptsQuery(RequestSchema):
     limit = _limit(50, 1, 200)
 
 
+class MemoryTurnsQuery(RequestSchema):
+    limit = _limit(20, 1, 100)
+
+
 class RestoreMemoryRequest(RequestSchema):
     version = WholeNumber(required=True, validate=validate.Range(1, 2**63 - 1, error="version must be 1 or more"),
                           error_messages={"required": "version is required", "invalid": "version must be an integer",

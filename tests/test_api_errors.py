@@ -254,7 +254,7 @@ OPERATIONS = {
     ("/v1/api/memories/{name}", "get"), ("/v1/api/memories/{name}", "delete"),
     ("/v1/api/admin/memories", "get"), ("/v1/api/admin/memories/search", "get"),
     ("/v1/api/admin/memories/{memory_id}", "get"), ("/v1/api/admin/memories/{memory_id}", "delete"),
-    ("/v1/api/admin/memories/{memory_id}", "patch"),
+    ("/v1/api/admin/memories/{memory_id}", "patch"), ("/v1/api/admin/memories/{memory_id}/turns", "get"),
     ("/v1/api/admin/memories/{memory_id}/history", "get"), ("/v1/api/admin/memories/{memory_id}/restore", "post"),
     ("/v1/api/admin/audit", "get"), ("/v1/api/admin/events", "get"), ("/v1/api/admin/erasures", "post"),
     ("/v1/api/admin/audit/chain", "get"), ("/v1/api/admin/erasures/preview", "get"),

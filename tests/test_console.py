@@ -145,6 +145,9 @@ def test_a_turns_receipt_leads_to_the_memory_it_showed(page: Page, live_server: 
     receipt.get_by_role("link", name=name).click()
     page.get_by_text("As it was at log position").wait_for()
     assert page.locator("pre.content").first.inner_text() == "We deploy with make ship."
+    shown = page.get_by_role("region", name="Turns that showed it")
+    shown.get_by_role("link", name=agent["session_id"]).click()  # and from the memory back to the turn
+    page.locator("details.receipt summary").get_by_text("Turn 1 (t-1)").wait_for()
 
 
 def test_audit_trail_filters_and_the_chain_verifies(page: Page, live_server: LiveServer) -> None:

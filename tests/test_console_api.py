@@ -14,7 +14,7 @@ from events.chain import GENESIS
 from events.whole_log import verify_chain
 from memoryd.app.services import Services
 from memoryd.storage.schema import event_head, events
-from tests.helpers import Caller, MakeCaller
+from tests.helpers import Caller, MakeCaller, World
 
 ADMIN = "/v1/api/admin/memories"
 CHAIN = "/v1/api/admin/audit/chain"
@@ -173,6 +173,29 @@ def test_the_audit_trail_from_a_time_starts_after_it(admin: Caller, services: Se
     assert [record["name"] for record in records] == ["after"]
     bad = admin.get("/v1/api/admin/audit", query_string={"since": "yesterday"})
     assert bad.status_code == 400 and "since must be an ISO 8601 time" in bad.json["error"]
+
+
+def test_the_turns_that_showed_a_memory_are_found_from_it(world: World, admin: Caller) -> None:
+    shown = admin.save("deploy_steps", "We deploy with make ship.", "how we deploy").json
+    unseen = admin.save("lunch", "Pizza on Fridays.", "lunch").json
+    agent = world.session(world.workstream(world.owner), world.owner)
+    first = agent.turn("how do we deploy with make ship?", turn_id="t-1")
+    agent.turn("and deploy again?", turn_id="t-2")
+    assert [item["memory_id"] for item in first["items"]] == [shown["memory_id"]]
+    found = admin.get(f"{ADMIN}/{shown['memory_id']}/turns").json["receipts"]
+    assert [(receipt["session_id"], receipt["turn_id"]) for receipt in found] == \
+        [(agent.session_id, "t-2"), (agent.session_id, "t-1")]  # newest first
+    assert found[1]["block_matches"] is True
+    assert admin.get(f"{ADMIN}/{unseen['memory_id']}/turns", query_string={"limit": 5}).json["receipts"] == []
+    assert admin.get(f"{ADMIN}/{shown['memory_id']}/turns", query_string={"limit": 1}).json["receipts"][0][
+        "turn_id"] == "t-2"
+
+
+@pytest.mark.parametrize("memory_id", ["%", "_", "' OR 1=1 --"])
+def test_a_memory_id_that_is_a_pattern_matches_no_turn(world: World, admin: Caller, memory_id: str) -> None:
+    admin.save("deploy_steps", "We deploy with make ship.")
+    world.session(world.workstream(world.owner), world.owner).turn("how do we deploy with make ship?")
+    assert admin.get(f"{ADMIN}/{memory_id}/turns").json["receipts"] == []
 
 
 # -- the console surface ----------------------------------------------------------------------------------------

@@ -8,9 +8,10 @@ const TYPES = ["user", "general", "feedback", "reference"];
 
 export async function memoryView(section, [memoryId, asOf = ""], session) {
   const path = `/v1/api/admin/memories/${encodeURIComponent(memoryId)}`;
-  const [found, history] = await Promise.all([
+  const [found, history, shown] = await Promise.all([
     call("GET", `${path}${query({ as_of: asOf })}`).catch((error) => error),
     call("GET", `${path}/history`).then((answer) => answer.body.versions, () => []),
+    call("GET", `${path}/turns${query({ limit: 20 })}`).then((answer) => answer.body.receipts, () => []),
   ]);
   section.append(el("p", {}, el("a", { href: "#/memories" }, "← Memories")));
   if (found instanceof Error) {
@@ -27,6 +28,23 @@ export async function memoryView(section, [memoryId, asOf = ""], session) {
     if (!asOf && session.canWrite) section.append(editor(path, memory, section, memoryId));
   }
   if (history.length) section.append(historyView(path, memoryId, history, session));
+  section.append(turnsShown(shown, memoryId));
+}
+
+// The newest turns that put this memory in front of a model, each leading to its session's receipts.
+function turnsShown(receipts, memoryId) {
+  return el("section", { "aria-labelledby": "shown-title" },
+    el("h3", { id: "shown-title" }, "Turns that showed it"),
+    receipts.length
+      ? table("The newest turns whose block held this memory", ["Session", "Turn", "Time", "Score", "Version's position"],
+        receipts.map((receipt) => {
+          const item = receipt.items.find((candidate) => candidate.memory_id === memoryId) || {};
+          return el("tr", {},
+            el("td", {}, el("a", { href: `#/turns/${encodeURIComponent(receipt.session_id)}` }, receipt.session_id)),
+            el("td", {}, `${receipt.turn} (${receipt.turn_id})`), el("td", {}, receipt.created),
+            el("td", {}, typeof item.score === "number" ? item.score.toFixed(2) : ""), el("td", {}, String(item.position ?? "")));
+        }))
+      : el("p", {}, "No recorded turn showed it (receipts expire after the configured retention)."));
 }
 
 function details(memory, latest) {

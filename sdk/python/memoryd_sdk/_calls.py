@@ -219,6 +219,10 @@ def update_workstream(workstream_id: str, changes: dict[str, Any]) -> Call[model
     return Call("PATCH", name_path("/v1/api/admin/workstreams", workstream_id), models.WorkstreamInfo, json=changes)
 
 
+def turns_showing(memory_id: str, limit: int) -> Call[models.ReceiptList]:
+    return Call("GET", f"{name_path('/v1/api/admin/memories', memory_id)}/turns", models.ReceiptList, {"limit": limit})
+
+
 def session_turns(session_id: str, after: int, limit: int) -> Call[models.ReceiptPage]:
     return Call("GET", f"{name_path('/v1/api/admin/sessions', session_id)}/turns", models.ReceiptPage,
                 {"after": after, "limit": limit})

@@ -208,6 +208,10 @@ class MemorydConsole(_Client):
         """A session's turn receipts in turn order, after turn ``after``."""
         return self._transport.send(calls.session_turns(session_id, after, limit))
 
+    def turns_showing(self, memory_id: str, *, limit: int = 20) -> models.ReceiptList:
+        """The newest turns' receipts, in any session, that put this memory in front of the model."""
+        return self._transport.send(calls.turns_showing(memory_id, limit))
+
     def list_projects(self, *, owner: str = "", member: str = "", state: str = "", after: str = "",
                       limit: int = 100) -> models.ProjectPage:
         """Projects by id, a page at a time (pass ``next_after`` as ``after``); ``state``: active or archived."""

@@ -191,6 +191,10 @@ class ReceiptPage(Model):
     next_after: int
 
 
+class ReceiptList(Model):
+    receipts: list[Receipt]
+
+
 class AuditRecord(Model):
     """One save, update, delete or project change, read from the log (more fields per action are kept)."""
 

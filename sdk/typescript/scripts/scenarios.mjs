@@ -58,6 +58,7 @@ const CALLS = {
   open_session: (c, a) => c.openSession(a),
   session_of: (c, a) => c.sessionOf(a.token),
   describe: (s) => s.describe(),
+  turns_showing: (c, a) => c.turnsShowing(a.memory_id, { limit: a.limit }),
   session_turns: (c, a) => c.sessionTurns(a.session_id, { after: a.after, limit: a.limit }),
   current_token: (c) => c.currentToken(),
   list_users: (c, a) => c.listUsers(a),

@@ -4,9 +4,9 @@ import { Client } from "./client.js";
 import { given, namePath } from "./transport.js";
 import type { ListOptions } from "./server.js";
 import type {
-  AuditPage, AuditRecord, ChainPage, ClosedSessions, CreatedToken, ErasureCertificate, ErasurePreview, EventPage, ListMemoriesResponse, LoggedEvent,
-  MemoryHistory, MemoryInfo, ProjectInfo, ProjectPage, ReceiptPage, SessionPage, StatusResponse, TokenInfo, TokenPage,
-  UserInfo, UserPage, WorkstreamInfo, WorkstreamPage,
+  AuditPage, AuditRecord, ChainPage, ClosedSessions, CreatedToken, ErasureCertificate, ErasurePreview, EventPage,
+  ListMemoriesResponse, LoggedEvent, MemoryHistory, MemoryInfo, ProjectInfo, ProjectPage, ReceiptList, ReceiptPage,
+  SessionPage, StatusResponse, TokenInfo, TokenPage, UserInfo, UserPage, WorkstreamInfo, WorkstreamPage,
 } from "./types.js";
 
 const ADMIN = "/v1/api/admin";
@@ -322,6 +322,13 @@ export class MemorydConsole extends Client {
     return this.transport.send({
       method: "GET", path: `${namePath(`${ADMIN}/sessions`, sessionId)}/turns`,
       query: { after: options.after ?? 0, limit: options.limit ?? 50 },
+    });
+  }
+
+  /** The newest turns' receipts, in any session, that put this memory in front of the model. */
+  turnsShowing(memoryId: string, options: { limit?: number } = {}): Promise<ReceiptList> {
+    return this.transport.send({
+      method: "GET", path: `${namePath(`${ADMIN}/memories`, memoryId)}/turns`, query: { limit: options.limit ?? 20 },
     });
   }
 

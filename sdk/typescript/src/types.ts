@@ -178,6 +178,11 @@ export interface ReceiptPage {
   next_after: number;
 }
 
+/** Receipts, newest first. */
+export interface ReceiptList {
+  receipts: Receipt[];
+}
+
 export interface AuditRecord {
   position: number;
   action: string;
