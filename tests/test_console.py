@@ -251,6 +251,43 @@ def test_a_user_token_is_refused_in_words(page: Page, live_server: LiveServer) -
     page.get_by_text("Unauthorized: missing or invalid token").wait_for()
 
 
+UNLABELLED = """[...document.querySelectorAll("main input, main select, main textarea, main button")]
+  .filter((control) => !control.labels?.length && !control.getAttribute("aria-label") && !control.textContent.trim())
+  .map((control) => control.outerHTML)"""
+
+
+def test_a_keyboard_alone_signs_in_and_opens_a_memory_and_every_control_is_labelled(page: Page,
+                                                                                    live_server: LiveServer) -> None:
+    saved = save(live_server, f"keyboard_{uuid.uuid4().hex[:6]}", "Reached without a mouse.")
+    page.goto(f"{live_server.base_url}/console")
+    page.keyboard.type(live_server.admin_token)  # the token field has the focus
+    page.keyboard.press("Enter")
+    page.get_by_role("heading", name="Memories").wait_for()
+    memory_row(page, saved["name"]).wait_for()
+    for _ in range(40):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.textContent") == saved["name"]:
+            break
+    page.keyboard.press("Enter")
+    page.get_by_role("heading", name=saved["name"]).wait_for()
+    for section in ("memories", f"memory/{saved['memory_id']}", "audit", "erasure", "turns", "health", "identity"):
+        page.goto(f"{live_server.base_url}/console/#/{section}")
+        page.locator("main section").first.wait_for()
+        page.wait_for_load_state("networkidle")
+        assert page.evaluate(UNLABELLED) == [], section
+
+
+def test_a_slow_answer_shows_that_it_is_loading(page: Page, live_server: LiveServer) -> None:
+    sign_in(page, live_server)
+    held: list[Any] = []
+    page.route("**/v1/api/admin/audit?*", lambda route: held.append(route))  # held until the test lets it go
+    page.get_by_role("link", name="Audit").click()
+    page.get_by_text("Loading…").wait_for()
+    held[0].continue_()
+    page.get_by_role("table", name=re.compile("Audit records")).wait_for()
+    assert not page.get_by_text("Loading…").is_visible()
+
+
 def test_a_phone_reads_the_memories_without_scrolling_sideways(browser: Browser, live_server: LiveServer) -> None:
     save(live_server, f"a_rather_long_memory_name_for_a_phone_{uuid.uuid4().hex[:6]}", "x " * 200)
     context = browser.new_context(viewport={"width": 390, "height": 844})

@@ -78,7 +78,8 @@ def showing(conn: Connection, memory_id: str, limit: int) -> list[Receipt]:
     are scanned, the id matched in their details' text and then checked item by item: no index serves this
     auditor's question, and receipts expire, so the scan stays as long as the retention."""
     query = (select(turn_receipts).where(cast(turn_receipts.c.details, Text).contains(memory_id, autoescape=True))
-             .order_by(turn_receipts.c.created.desc(), turn_receipts.c.receipt_id).limit(limit))
+             .order_by(turn_receipts.c.created.desc(), turn_receipts.c.turn.desc(), turn_receipts.c.receipt_id)
+             .limit(limit))
     found = [Receipt(**row._mapping) for row in conn.execute(query)]
     return [receipt for receipt in found
             if any(item.get("memory_id") == memory_id for item in receipt.details.get("items", ()))]
