@@ -329,22 +329,30 @@ class LiveServer:
 
 
 @contextmanager
-def serving(url: str) -> Iterator[LiveServer]:
-    """A live ``memoryd serve`` on ``url``'s database (migrated here) and a free port, with an admin token."""
-    services = make_services(url)
-    admin = services.directory.create_user("admin")
-    admin_token = services.directory.create_token(admin, ["read", "write", "service"], ["admin.memories"])[1]
-    services.database.dispose()
+def memoryd_serve(url: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """``memoryd serve`` on ``url``: its process and port (stopped at the end unless a test stopped it)."""
     port = free_port()
     env = {**os.environ, "MEMORYD_DATABASE_URL": url, "MEMORYD_PORT": str(port)}
     server = subprocess.Popen([sys.executable, "-m", "memoryd", "serve"], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         assert wait_until_serving(f"http://127.0.0.1:{port}/healthz"), "memoryd serve did not come up"
-        yield LiveServer(f"http://127.0.0.1:{port}", admin_token, url)
+        yield server, port
     finally:
-        server.terminate()
-        server.wait(10)
+        if server.poll() is None:
+            server.terminate()
+            server.wait(30)
+
+
+@contextmanager
+def serving(url: str) -> Iterator[LiveServer]:
+    """A live ``memoryd serve`` on ``url``'s database (migrated here), with an admin token."""
+    services = make_services(url)
+    admin = services.directory.create_user("admin")
+    admin_token = services.directory.create_token(admin, ["read", "write", "service"], ["admin.memories"])[1]
+    services.database.dispose()
+    with memoryd_serve(url) as (_, port):
+        yield LiveServer(f"http://127.0.0.1:{port}", admin_token, url)
 
 
 CHROMIUM = os.environ.get("MEMORYD_TEST_CHROMIUM", "/usr/bin/chromium")

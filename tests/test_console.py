@@ -251,6 +251,24 @@ def test_a_user_token_is_refused_in_words(page: Page, live_server: LiveServer) -
     page.get_by_text("Unauthorized: missing or invalid token").wait_for()
 
 
+def test_identity_revokes_a_token_and_closes_a_session_as_audited_console_actions(page: Page,
+                                                                                  live_server: LiveServer) -> None:
+    agent = live_server.agent("identity")
+    doomed = call(live_server, "POST", f"{ADMIN}/tokens", {"user_id": agent["user_id"], "scopes": ["read"],
+                                                           "name": "stolen laptop"})
+    sign_in(page, live_server)
+    page.get_by_role("link", name="Identity").click()
+    page.get_by_role("button", name=f"Revoke {doomed['prefix']}").click()
+    page.get_by_text(f"Token {doomed['prefix']} revoked.").first.wait_for()
+    page.get_by_role("button", name=f"Close {agent['session_id']}").click()
+    page.get_by_text(f"Session {agent['session_id']} closed.").first.wait_for()
+    revoked = call(live_server, "GET", f"{ADMIN}/audit?action=token.revoke&actor=")["records"]
+    closed = call(live_server, "GET", f"{ADMIN}/audit?action=session.close")["records"]
+    assert [(record["token_id"], record["surface"]) for record in revoked if record["token_id"] == doomed["token_id"]] \
+        == [(doomed["token_id"], "console")]
+    assert [record["surface"] for record in closed if record["session_id"] == agent["session_id"]] == ["console"]
+
+
 UNLABELLED = """[...document.querySelectorAll("main input, main select, main textarea, main button")]
   .filter((control) => !control.labels?.length && !control.getAttribute("aria-label") && !control.textContent.trim())
   .map((control) => control.outerHTML)"""
