@@ -114,6 +114,25 @@ def test_history_diff_and_restore(page: Page, live_server: LiveServer) -> None:
     assert [record["surface"] for record in audit] == ["rest", "rest", "console"]
 
 
+def test_a_delete_at_a_stale_version_deletes_nothing_and_says_why(page: Page, live_server: LiveServer) -> None:
+    saved = save(live_server, f"stale_{uuid.uuid4().hex[:6]}", "Version one.")
+    sign_in(page, live_server)
+    page.goto(f"{live_server.base_url}/console/#/memory/{saved['memory_id']}")
+    page.get_by_role("heading", name="Edit (at version 1)").wait_for()
+    call(live_server, "PATCH", f"{ADMIN}/memories/{saved['memory_id']}", {"content": "Version two."})
+    page.get_by_role("button", name="Delete…").click()
+    page.get_by_role("button", name="Yes, delete it").click()
+    page.get_by_role("alert").filter(has_text="Someone saved version 2 meanwhile: nothing was deleted.").wait_for()
+    assert call(live_server, "GET", f"{ADMIN}/memories/{saved['memory_id']}")["content"] == "Version two."
+    page.reload()
+    page.get_by_role("heading", name="Edit (at version 2)").wait_for()
+    page.get_by_role("button", name="Delete…").click()
+    page.get_by_role("button", name="Yes, delete it").click()
+    page.get_by_text(f"{saved['name']} was deleted.").wait_for()
+    assert [version["event_type"] for version in call(
+        live_server, "GET", f"{ADMIN}/memories/{saved['memory_id']}/history")["versions"]][-1] == "memory.delete"
+
+
 def test_a_memory_as_of_an_earlier_position(page: Page, live_server: LiveServer) -> None:
     name = f"rota_{uuid.uuid4().hex[:6]}"
     first = save(live_server, name, "Carol is on call.")

@@ -93,7 +93,12 @@ function editor(path, memory, section, memoryId) {
         await call("DELETE", path, { headers: { "If-Match": `"${memory.version}"` } });
         replace(section, el("p", { role: "status" }, `${memory.name} was deleted. `),
           el("a", { href: "#/memories" }, "Back to memories"));
-      } catch (error) { replace(confirmDelete, errorBox(error)); }
+      } catch (error) {
+        replace(confirmDelete, error.status === 412
+          ? el("p", { class: "error", role: "alert" }, `Someone saved version ${error.body.current_version} meanwhile: `
+            + "nothing was deleted. Reload to see it first.")
+          : errorBox(error));
+      }
     } }, "Yes, delete it")) }, "Delete…");
   return el("div", {}, form, el("div", { class: "delete" }, remove, confirmDelete));
 }
