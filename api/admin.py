@@ -65,13 +65,13 @@ SEARCH_LIMIT = (1, 50)
 @after_position
 def list_() -> tuple[Response, int]:
     args = load(AdminListQuery(), request.args)
-    where = _filter(args)
+    where, first = _filter(args), args["offset"]
+    last = first + _clamp(args["limit"], LIST_LIMIT)
     if (position := _as_of(args)) is not None:
         found = list_as_of(services().store, where, position)
-        return _at(memory_list([historic.row() for historic in found[:_clamp(args["limit"], LIST_LIMIT)]],
-                               total=len(found)), position)
-    with services().database.read() as conn:
-        rows = list_memories(conn, where, _clamp(args["limit"], LIST_LIMIT))
+        return _at(memory_list([historic.row() for historic in found[first:last]], total=len(found)), position)
+    with services().database.read() as conn:  # a page is the newest `last`, less the first `first`
+        rows = list_memories(conn, where, last)[first:]
         return memory_list(rows, total=count_memories(conn, where))
 
 

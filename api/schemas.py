@@ -122,6 +122,9 @@ class SaveMemoryRequest(RequestSchema):
     scope_id = _text("scope_id", load_default="", metadata={"description": "workstream id; the caller's id for user"})
 
 
+MAX_OFFSET = 10_000  # a list's deepest page: past it, filter
+
+
 class EditMemoryRequest(RequestSchema):
     """An administrator's edit of one memory, by id: the fields given change, the others stay."""
 
@@ -172,15 +175,23 @@ class AsOfQuery(RequestSchema):
     as_of = _as_of()
 
 
-class AdminListQuery(RequestSchema):
+class AdminFilterQuery(RequestSchema):
     type = TypeFilter(strict=False)
     scope = _text("scope", load_default="")
     scope_id = _text("scope_id", load_default="")
-    limit = _limit(100)
     as_of = _as_of()
 
 
-class AdminSearchQuery(AdminListQuery):
+class AdminListQuery(AdminFilterQuery):
+    limit = _limit(100)
+    offset = WholeNumber(load_default=0, validate=validate.Range(0, MAX_OFFSET, error=f"offset must be between 0 and "
+                                                                                   f"{MAX_OFFSET}"),
+                         error_messages={"invalid": "offset must be an integer"},
+                         metadata={"description": "memories to skip, newest first: a page's start (a deep page "
+                                                  "costs what it skips)"})
+
+
+class AdminSearchQuery(AdminFilterQuery):
     q = _text("q", "q is required", validate=_not_blank("q"))
     limit = _limit(20)
 

@@ -336,7 +336,7 @@ def test_the_openapi_request_schemas_name_every_field(openapi: dict[str, Any]) -
     [
         (MEMORIES, "get", {"type", "scope", "scope_id", "limit"}, set()),
         (f"{MEMORIES}/{{name}}", "delete", {"name", "scope", "scope_id"}, {"name"}),
-        (ADMIN, "get", {"type", "scope", "scope_id", "limit", "as_of"}, set()),
+        (ADMIN, "get", {"type", "scope", "scope_id", "limit", "offset", "as_of"}, set()),
         (f"{ADMIN}/search", "get", {"q", "type", "scope", "scope_id", "limit", "as_of"}, {"q"}),
         (f"{ADMIN}/{{memory_id}}", "get", {"memory_id", "as_of"}, {"memory_id"}),
         ("/v1/api/admin/events", "get", {"after", "limit"}, set()),

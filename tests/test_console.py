@@ -95,6 +95,24 @@ def test_search_open_and_edit_with_a_conflict(page: Page, live_server: LiveServe
         "Run make deploy, then watch the canary for ten minutes."
 
 
+def test_the_memories_table_pages_through_a_filtered_total(page: Page, live_server: LiveServer) -> None:
+    writer = live_server.caller("pager")
+    call(live_server, "POST", "/v1/api/memories/batch", {"writes": [
+        {"action": "save", "name": f"page_note_{n}", "content": "x", "description": "d", "scope": "user"}
+        for n in range(55)]}, token=writer["token"])
+    sign_in(page, live_server)
+    page.get_by_label("Scope", exact=True).select_option("user")
+    page.get_by_label("Scope id").fill(writer["user_id"])
+    page.get_by_role("button", name="Apply").click()
+    page.get_by_text("1–50 of 55 memories").wait_for()
+    page.get_by_role("button", name="Next page").click()
+    page.get_by_text("51–55 of 55 memories").wait_for()
+    assert page.get_by_role("table", name="Memories").get_by_role("row").count() == 6
+    assert page.get_by_role("button", name="Next page").count() == 0
+    page.get_by_role("button", name="Previous page").click()
+    page.get_by_text("1–50 of 55 memories").wait_for()
+
+
 def test_history_diff_and_restore(page: Page, live_server: LiveServer) -> None:
     name = f"oncall_{uuid.uuid4().hex[:6]}"
     first = save(live_server, name, "Alice is on call this week.")

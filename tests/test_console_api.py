@@ -74,6 +74,20 @@ def test_an_edit_needs_an_admin_who_can_write(make_caller: MakeCaller, admin: Ca
     assert make_caller().request("PATCH", f"{ADMIN}/{saved['memory_id']}", json={"content": "y"}).status_code == 403
 
 
+def test_the_admin_list_pages_by_offset_through_every_memory_once(admin: Caller) -> None:
+    for n in range(7):
+        admin.save(f"note_{n}", f"content {n}")
+    pages = [admin.get(ADMIN, query_string={"limit": 3, "offset": offset}).json for offset in (0, 3, 6, 9)]
+    assert [page["total"] for page in pages] == [7, 7, 7, 7]
+    whole = admin.get(ADMIN, query_string={"limit": 100}).json["memories"]
+    assert [memory for page in pages for memory in page["memories"]] == whole  # in the list's order, each once
+    assert sorted(memory["name"] for memory in whole) == [f"note_{n}" for n in range(7)]
+    then = admin.get(ADMIN, query_string={"limit": 100, "as_of": 7}).json["memories"]
+    assert admin.get(ADMIN, query_string={"limit": 2, "offset": 1, "as_of": 7}).json["memories"] == then[1:3]
+    bad = admin.get(ADMIN, query_string={"offset": 10_001})
+    assert bad.status_code == 400 and "offset must be between 0 and 10000" in bad.json["error"]
+
+
 # -- the chain in pages --------------------------------------------------------------------------------------
 
 

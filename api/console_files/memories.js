@@ -4,10 +4,10 @@ import { call, query } from "./api.js";
 import { el, errorBox, field, highlighted, replace, table } from "./dom.js";
 
 const PAGE = 50;
-const MAX = 200; // what one admin list answers at most: narrow the filters to see past it
+const DEEPEST = 10_000; // the admin list's largest offset: narrow the filters to see past it
 const SCOPES = ["", "global", "user", "workstream", "coordinator", "project"];
 const TYPES = ["", "user", "general", "feedback", "reference"];
-const state = { scope: "", scope_id: "", type: "", q: "", as_of: "", limit: PAGE };
+const state = { scope: "", scope_id: "", type: "", q: "", as_of: "", offset: 0 };
 
 function select(name, options, value) {
   return el("select", { name }, options.map((option) =>
@@ -29,7 +29,7 @@ export async function memoriesView(section) {
     event.preventDefault();
     const data = new FormData(form);
     for (const key of ["q", "scope", "scope_id", "type", "as_of"]) state[key] = String(data.get(key)).trim();
-    state.limit = PAGE;
+    state.offset = 0;
     show(results);
   });
   await show(results);
@@ -38,7 +38,7 @@ export async function memoriesView(section) {
 async function show(results) {
   const searching = state.q !== "";
   const params = { scope: state.scope, scope_id: state.scope_id, type: state.type, as_of: state.as_of,
-    limit: searching ? Math.min(state.limit, 50) : state.limit, q: searching ? state.q : "" };
+    limit: PAGE, ...(searching ? { q: state.q } : { offset: state.offset || "" }) };
   let answer;
   try {
     answer = await call("GET", `/v1/api/admin/memories${searching ? "/search" : ""}${query(params)}`);
@@ -50,7 +50,8 @@ async function show(results) {
   const at = answer.headers.get("X-As-Of-Position");
   const summary = searching
     ? `${memories.length} best matches for “${state.q}”`
-    : `${memories.length} of ${total ?? memories.length} memories, most recently updated first`;
+    : memories.length ? `${state.offset + 1}–${state.offset + memories.length} of ${total} memories, most recently `
+      + "updated first" : `${total} memories`;
   const rows = memories.map((memory) => el("tr", {},
     el("td", {}, el("a", { href: `#/memory/${encodeURIComponent(memory.memory_id)}${at ? `/${at}` : ""}` },
       highlighted(memory.name, state.q))),
@@ -62,16 +63,16 @@ async function show(results) {
     el("td", {}, memory.updated),
     searching ? el("td", {}, memory.score === undefined ? "" : memory.score.toFixed(2)) : null));
   const headings = ["Name", "Description", "Type", "Scope", "Version", "Updated", ...(searching ? ["Score"] : [])];
-  const more = !searching && memories.length < (total ?? 0) && state.limit < MAX
-    ? el("button", { type: "button", onclick: () => { state.limit = Math.min(MAX, state.limit + PAGE); show(results); } },
-      "Show more")
-    : null;
-  const capped = !searching && state.limit >= MAX && memories.length < (total ?? 0)
-    ? el("p", {}, `The first ${MAX} are shown: narrow the filters to see the others.`) : null;
+  const turn = (offset) => () => { state.offset = offset; show(results); };
+  const pager = searching ? null : el("div", { class: "pager" },
+    state.offset > 0 ? el("button", { type: "button", onclick: turn(Math.max(0, state.offset - PAGE)) }, "Previous page")
+      : null,
+    state.offset + memories.length < total && state.offset + PAGE <= DEEPEST
+      ? el("button", { type: "button", onclick: turn(state.offset + PAGE) }, "Next page") : null);
   replace(results,
     el("p", { class: "summary", role: "status" }, summary, at ? ` — as of log position ${at}` : ""),
     memories.length ? table("Memories", headings, rows) : el("p", {}, "No memory matches."),
-    more, capped);
+    pager);
 }
 
 // The part of `content` around the first matched word, so a long memory shows why it matched.

@@ -119,10 +119,10 @@ def health() -> Call[Any]:
 
 
 def admin_list_memories(mem_type: str, scope: str, scope_id: str, limit: int,
-                        as_of: int | str | dt.datetime | None) -> Call[models.ListMemoriesResponse]:
+                        as_of: int | str | dt.datetime | None, offset: int = 0) -> Call[models.ListMemoriesResponse]:
     return Call("GET", "/v1/api/admin/memories", models.ListMemoriesResponse,
-                _given(type=mem_type, scope=scope, scope_id=scope_id) | {"limit": limit} | as_of_param(as_of),
-                read=True)
+                _given(type=mem_type, scope=scope, scope_id=scope_id) | {"limit": limit} | as_of_param(as_of)
+                | ({"offset": offset} if offset else {}), read=True)
 
 
 def admin_search_memories(query: str, mem_type: str, scope: str, scope_id: str, limit: int,

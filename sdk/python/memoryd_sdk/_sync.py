@@ -93,10 +93,10 @@ class MemorydConsole(_Client):
     """The admin API: every scope, by memory id; projects, workstreams, sessions' receipts, the audit log and the log itself."""
 
     def list_memories(self, *, mem_type: str = "", scope: str = "", scope_id: str = "", limit: int = 100,
-                      as_of: int | str | datetime | None = None) -> models.ListMemoriesResponse:
-        """Every scope's memories; with ``as_of`` (a log position, an ISO 8601 time or an aware ``datetime``),
-        as the list was then, built from the log."""
-        return self._transport.send(calls.admin_list_memories(mem_type, scope, scope_id, limit, as_of))
+                      as_of: int | str | datetime | None = None, offset: int = 0) -> models.ListMemoriesResponse:
+        """Every scope's memories, newest first, from ``offset`` on; with ``as_of`` (a log position, an ISO 8601
+        time or an aware ``datetime``), as the list was then, built from the log."""
+        return self._transport.send(calls.admin_list_memories(mem_type, scope, scope_id, limit, as_of, offset))
 
     def search_memories(self, query: str, *, mem_type: str = "", scope: str = "", scope_id: str = "",
                         limit: int = 20, as_of: int | str | datetime | None = None) -> models.ListMemoriesResponse:

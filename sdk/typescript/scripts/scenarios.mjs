@@ -13,7 +13,8 @@ const fetch = (url, init) => {
   requests.push([init.method, new URL(url).pathname]);
   return globalThis.fetch(url, init);
 };
-const listing = (a) => ({ type: a.mem_type, scope: a.scope, scope_id: a.scope_id, limit: a.limit, as_of: a.as_of });
+const listing = (a) => ({ type: a.mem_type, scope: a.scope, scope_id: a.scope_id, limit: a.limit, as_of: a.as_of,
+                         offset: a.offset });
 const CALLS = {
   save_memory: (c, a) => c.saveMemory({ name: a.name, content: a.content, description: a.description,
                                         type: "mem_type" in a ? a.mem_type : "general", scope: a.scope, scope_id: a.scope_id }),

@@ -19,9 +19,12 @@ export interface AsOfOptions {
   as_of?: number | string | Date;
 }
 
-export interface AdminListOptions extends ListOptions, AsOfOptions {}
+export interface AdminListOptions extends ListOptions, AsOfOptions {
+  /** Memories to skip, newest first: a page's start (0 to 10,000). */
+  offset?: number;
+}
 
-export interface AdminSearchOptions extends AdminListOptions {
+export interface AdminSearchOptions extends ListOptions, AsOfOptions {
   q: string;
 }
 
@@ -154,7 +157,7 @@ export class MemorydConsole extends Client {
     return this.transport.send({
       method: "GET", path: `${ADMIN}/memories`, read: true,
       query: { ...given({ type: options.type, scope: options.scope, scope_id: options.scope_id }), limit: options.limit ?? 100,
-               ...given({ as_of: asOf(options) }) },
+               ...given({ as_of: asOf(options), offset: options.offset || undefined }) },
     });
   }
 
