@@ -188,6 +188,8 @@ def test_a_turns_receipt_leads_to_the_memory_it_showed(page: Page, live_server: 
 
 
 def test_audit_trail_filters_and_the_chain_verifies(page: Page, live_server: LiveServer) -> None:
+    from playwright.sync_api import expect  # waits for what the page shows; the module loads without playwright
+
     kept = save(live_server, f"audited_{uuid.uuid4().hex[:6]}", "Something to audit.")
     call(live_server, "DELETE", f"{ADMIN}/memories/{kept['memory_id']}")
     sign_in(page, live_server)
@@ -196,12 +198,17 @@ def test_audit_trail_filters_and_the_chain_verifies(page: Page, live_server: Liv
     page.get_by_label("Memory id").fill(kept["memory_id"])
     page.get_by_role("button", name="Apply").click()
     records = page.get_by_role("table", name=re.compile("Audit records"))
-    records.get_by_role("cell", name="memory.delete").wait_for()
-    assert records.get_by_role("row").count() == 2  # a heading and the one delete
+    expect(records.get_by_role("row")).to_have_count(2)  # a heading and the one delete
+    assert records.get_by_role("cell", name="memory.delete").is_visible()
     page.get_by_role("button", name="Verify the chain").click()
     page.get_by_text(re.compile(r"^Verified up to position \d+ at ")).wait_for()
     head = call(live_server, "GET", f"{ADMIN}/events?after=0&limit=1")["head"]
     assert f"Verified up to position {head} " in page.locator(".chain [role=status]").inner_text()
+    save(live_server, f"appended_{uuid.uuid4().hex[:6]}", "Written after the walk.")
+    page.reload()  # the tab remembers how far it verified, and verifies only the rest
+    page.get_by_text(f"Verified up to position {head} at ").wait_for()
+    page.get_by_role("button", name="Verify the rest").click()
+    page.get_by_text(f"Verified up to position {head + 1} at ").wait_for()
 
 
 def test_erasure_with_a_preview_and_a_certificate(page: Page, live_server: LiveServer) -> None:

@@ -23,9 +23,10 @@ export function remember(value) {
   sessionStorage.setItem(KEY, value);
 }
 
+// Signing out forgets the token and everything else this tab kept (the chain's last walk too).
 export function forget() {
   token = "";
-  sessionStorage.removeItem(KEY);
+  sessionStorage.clear();
 }
 
 function busy(delta) {

@@ -9,7 +9,8 @@ const ACTIONS = ["", "memory.save", "memory.update", "memory.delete", "memory.er
   "project.delete"];
 const CHAIN_PAGE = 2000;
 const filters = { action: "", actor: "", memory_id: "", since: "", limit: 50 };
-let lastVerified = null; // {position, hash, time, events} of this tab's last complete walk
+const CHAIN_KEY = "memoryd.console.chain"; // this tab's last complete walk: {position, hash, time, events}
+let lastVerified = null;
 
 export async function auditView(section) {
   const form = el("form", { class: "filters", "aria-label": "Filter the audit trail" },
@@ -61,6 +62,7 @@ async function showPage(records, after, earlier) {
 }
 
 function chainPanel() {
+  lastVerified = JSON.parse(sessionStorage.getItem(CHAIN_KEY) || "null"); // none after a sign-out
   const state = el("p", { role: "status" }, lastVerified
     ? `Verified up to position ${lastVerified.position} at ${lastVerified.time} (${lastVerified.events} events).`
     : "Not verified from this console yet.");
@@ -94,6 +96,7 @@ async function verify(state, progress, button) {
       if (page.complete) break;
     }
     lastVerified = { position: after, hash, events, time: new Date().toISOString() };
+    sessionStorage.setItem(CHAIN_KEY, JSON.stringify(lastVerified));
     state.textContent = `Verified up to position ${after} at ${lastVerified.time} (${events} events): `
       + `the log is complete and unaltered up to hash ${hash.slice(0, 16)}….`;
     state.className = "ok";
