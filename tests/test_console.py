@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.helpers import LiveServer, chromium, http_call, serving
+from tests.helpers import LiveServer, a_memory, chromium, http_call, make_services, plant, serving
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -238,6 +238,29 @@ def test_health_shows_each_projection(page: Page, live_server: LiveServer) -> No
     projections = page.get_by_role("table", name="Projections")
     projections.get_by_role("cell", name="structured_memories").wait_for()
     assert "No queue: projections run in the API process." in page.inner_text("main")
+
+
+def test_health_names_a_stopped_projections_event_and_the_way_out(browser: Browser, sqlite_url: str) -> None:
+    with serving(sqlite_url) as server:
+        services = make_services(sqlite_url)
+        try:
+            broken = a_memory("broken")
+            del broken["content"]  # an event the projection cannot apply
+            position = plant(services, "broken", broken)
+        finally:
+            services.database.dispose()
+        save(server, "after_the_break", "Written after it.")
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        try:
+            page = context.new_page()
+            sign_in(page, server)
+            page.get_by_role("link", name="Health").click()
+            page.get_by_text("Status: stopped").wait_for()
+            fault = page.get_by_role("alert").filter(has_text=f"structured_memories is stopped at position {position}")
+            assert "memory.save" in fault.inner_text()
+            assert f"memoryd events supersede {position}" in fault.inner_text()
+        finally:
+            context.close()
 
 
 HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'

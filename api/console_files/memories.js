@@ -1,7 +1,7 @@
 // Memories: the admin list and BM25 search across every scope, filtered, newest first, optionally as of a
 // log position or a time; each row opens the memory.
 import { call, query } from "./api.js";
-import { el, errorBox, field, highlighted, replace, table } from "./dom.js";
+import { counted, el, errorBox, field, highlighted, replace, table } from "./dom.js";
 
 const PAGE = 50;
 const DEEPEST = 10_000; // the admin list's largest offset: narrow the filters to see past it
@@ -49,7 +49,7 @@ async function show(results) {
   const { memories, total } = answer.body;
   const at = answer.headers.get("X-As-Of-Position");
   const summary = searching
-    ? `${memories.length} best matches for “${state.q}”`
+    ? `${counted(memories.length, "best match", "best matches")} for “${state.q}”`
     : memories.length ? `${state.offset + 1}–${state.offset + memories.length} of ${total} memories, most recently `
       + "updated first" : `${total} memories`;
   const rows = memories.map((memory) => el("tr", {},
