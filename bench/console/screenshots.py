@@ -96,7 +96,7 @@ def screens(page: Page, base: str, admin_token: str, seeded: dict[str, Any], out
     page.get_by_role("heading", name="Memories").wait_for()
     page.get_by_label("Search (BM25)").fill("deploy canary")
     page.get_by_role("button", name="Apply").click()
-    page.get_by_text("best matches").wait_for()
+    page.get_by_text("best match").wait_for()
     shoot(page, out, "memories-search")
     rota = seeded["saved"]["oncall_rota"]["memory_id"]
     page.goto(f"{base}/console/#/memory/{rota}")
