@@ -59,7 +59,7 @@ REFERENCE: dict[tuple[str, str], list[tuple[str, Any, Any]]] = {
 }
 # What memoryd adds to them, after the reference's own and keyword-only, so reference calls run unchanged
 EXTENSIONS: dict[tuple[str, str], list[tuple[str, Any, Any]]] = {
-    ("console", "list_memories"): [("as_of", KW, None)],
+    ("console", "list_memories"): [("as_of", KW, None), ("offset", KW, 0)],
     ("console", "search_memories"): [("as_of", KW, None)],
     ("console", "get_memory"): [("as_of", KW, None)],
 }
