@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from flask import Flask
@@ -29,10 +29,14 @@ from tests.helpers import (
     MakeCaller,
     World,
     caller_factory,
+    chromium,
     make_services,
     serving,
 )
 from tests.own_postgres import OwnPostgres, missing_toolchain
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
 
 POSTGRES_URL = os.environ.get("MEMORYD_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 # Each pytest-xdist worker (gw0, gw1, ...) flushes a Redis database of its own.
@@ -240,3 +244,23 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     """A live ``memoryd serve`` per test module (the SDKs, the MCP server and the hook talk to it)."""
     with serving(f"sqlite:///{tmp_path_factory.mktemp('live') / 'memoryd.db'}") as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Chromium, once per module (skipped without it, failing under CI=true)."""
+    with chromium() as launched:
+        yield launched
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    """A fresh browser context (its own storage) at 1280×800, failing the test on any script error."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    opened.set_default_timeout(10_000)
+    yield opened
+    context.close()
+    assert not errors, f"the page raised: {errors}"
