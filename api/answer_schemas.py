@@ -33,6 +33,13 @@ class MemoryListSchema(Schema):
     total = fields.Integer()
 
 
+class MemoryPageSchema(MemoryListSchema):
+    """A page of the public list; ``total`` counts the page's memories."""
+
+    next_after = fields.String(allow_none=True, metadata={
+        "description": "pass as `after` for the next page; null on the last page"})
+
+
 class SearchHitSchema(MemorySchema):
     score = fields.Float(metadata={"description": "the BM25 score this search gave the memory: higher ranks first"})
 

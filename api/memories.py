@@ -11,15 +11,25 @@ from api.answer_schemas import MemorySchema
 from api.batch_schemas import load_writes
 from api.consistency import after_position
 from api.context import authorized, caller, json_object, services, writing
+from api.cursors import cursor_of
 from api.idempotency import idempotent
 from api.preconditions import expected_version, tagged
-from api.responses import batch_at, deleted_memory, memory_list, outcome_at, respond, written_batch, written_memory
+from api.responses import (
+    batch_at,
+    deleted_memory,
+    memory_list,
+    memory_page,
+    outcome_at,
+    respond,
+    written_batch,
+    written_memory,
+)
 from api.schemas import ListMemoriesQuery, NamedMemoryQuery, SaveMemoryRequest, SearchMemoriesRequest, load
 from commands.model import DeleteMemory, SaveMemory
 from memoryd.kernel.domain import clean_name
 from memoryd.kernel.errors import MemorydError, NotFound
 from projections.filters import MemoryFilter
-from projections.queries import find_memory, list_memories
+from projections.queries import Keyset, find_memory, list_memories
 
 blueprint = Blueprint("memories", __name__, url_prefix="/v1/api/memories")
 
@@ -30,7 +40,9 @@ blueprint = Blueprint("memories", __name__, url_prefix="/v1/api/memories")
 def list_() -> tuple[Response, int]:
     args = load(ListMemoriesQuery(), request.args)
     with services().database.read() as conn:
-        return memory_list(list_memories(conn, _visible(args), args["limit"]))
+        rows = list_memories(conn, _visible(args), args["limit"] + 1, args["after"])  # one more: is there a next page?
+    page = rows[:args["limit"]]
+    return memory_page(page, cursor_of(Keyset.of(page[-1])) if len(rows) > len(page) else None)
 
 
 @blueprint.post("")
@@ -74,7 +86,8 @@ def _write_command(index: int, write: dict[str, Any]) -> SaveMemory | DeleteMemo
 def search() -> tuple[Response, int]:
     body = load(SearchMemoriesRequest(), json_object())
     with services().database.read() as conn:
-        return memory_list(services().search.memories(conn, _visible(body), body["query"], body["limit"]))
+        return memory_list(services().search.memories(conn, _visible(body), body["query"], body["limit"],
+                                                      body["offset"]))
 
 
 @blueprint.get("/<anything:name>")

@@ -84,18 +84,18 @@ class ServiceState(Collector):
     def _log_and_projections(self) -> Iterator[Metric]:
         projector = self.services.projector
         head = self.services.store.head_position()
-        stopped = {fault.projection for fault in projector.faults()}
+        stopped = {fault.projection for fault in projector.faults(everywhere=True)}
         checkpoint = GaugeMetricFamily("memoryd_projection_checkpoint", "The log position a projection has applied.",
                                        labels=["projection"])
         lag = GaugeMetricFamily("memoryd_projection_lag_events", "Events in the log a projection has not applied.",
                                 labels=["projection"])
         stalled = GaugeMetricFamily("memoryd_projection_stalled", "1 if a projection is stopped on an event it cannot "
                                     "apply (see /readyz and memoryd status).", labels=["projection"])
-        for projection in projector.projections:
-            at = projector.checkpoint(projection.name)
-            checkpoint.add_metric([projection.name], at)
-            lag.add_metric([projection.name], head - at)
-            stalled.add_metric([projection.name], int(projection.name in stopped))
+        for name in self.services.checkpointed:
+            at = projector.checkpoint(name)
+            checkpoint.add_metric([name], at)
+            lag.add_metric([name], head - at)
+            stalled.add_metric([name], int(name in stopped))
         yield GaugeMetricFamily("memoryd_log_head_position", "The position of the newest event in the log.", value=head)
         yield from (checkpoint, lag, stalled)
 

@@ -75,13 +75,15 @@ def build_openapi() -> dict[str, Any]:
     spec.components.schema("RetryableError", schema=answer_schemas.RetryableErrorSchema)
     spec.components.schema("VersionMismatch", schema=answer_schemas.VersionMismatchSchema)
     spec.path("/v1/api/memories", operations={
-        "get": _operation("List memories (global plus your user scope, or one scope)", answer_schemas.MemoryListSchema,
+        "get": _operation("List memories (global plus your user scope, or one scope), newest first, a page at a time: "
+                          "pass next_after as after", answer_schemas.MemoryPageSchema,
                           query=schemas.ListMemoriesQuery, waits=True),
         "post": _operation("Save or upsert a memory (201 created, 200 updated)", answer_schemas.MemorySchema,
                            body=schemas.SaveMemoryRequest, created=True, idempotent=True, conditional=True),
     })
     spec.path("/v1/api/memories/search", operations={
-        "post": _operation("Search memories by BM25 relevance (each hit with its score)", answer_schemas.SearchListSchema,
+        "post": _operation("Search memories by BM25 relevance (each hit with its score); offset pages deeper",
+                           answer_schemas.SearchListSchema,
                            body=schemas.SearchMemoriesRequest, waits=True),
     })
     spec.path("/v1/api/memories/batch", operations={

@@ -36,19 +36,28 @@ def memory_list(rows: list[dict[str, Any]], total: int | None = None) -> tuple[R
     The schema still defines the fields (and the OpenAPI document); dumping 20 rows through marshmallow
     cost 140 µs of a search, a dict per row costs 7.
     """
-    body = {"memories": [{field: row[field] for field in MEMORY_FIELDS} | ({"score": row["score"]} if "score" in row else {})
+    return jsonify(_listed(rows, total)), 200
+
+
+def memory_page(rows: list[dict[str, Any]], next_after: str | None) -> tuple[Response, int]:
+    """``MemoryPageSchema``'s body: a page of the list, and the cursor of the next (None: this is the last)."""
+    return jsonify(_listed(rows) | {"next_after": next_after}), 200
+
+
+def _listed(rows: list[dict[str, Any]], total: int | None = None) -> dict[str, Any]:
+    return {"memories": [{field: row[field] for field in MEMORY_FIELDS} | ({"score": row["score"]} if "score" in row else {})
                          for row in rows],
             "total": len(rows) if total is None else total}
-    return jsonify(body), 200
 
 
 def written_memory(outcome: Outcome) -> tuple[Response, int]:
-    """The memory exactly as this write left it (its event), with the read model's access count.
+    """The memory exactly as this write left it (its event), with the read model's access count (none yet for a
+    memory this write created: no read for it).
 
     Never the read model's row itself: another writer may already have changed it.
     """
     projected = settle(outcome.position, outcome.projected)
-    row = _projected_row(outcome.memory.memory_id) if projected else None
+    row = _projected_row(outcome.memory.memory_id) if projected and not outcome.created else None
     body = outcome.memory.to_dict() | {"last_accessed": outcome.memory.updated,
                                        "access_count": row["access_count"] if row else 0, "version": outcome.version}
     response = _written(MemorySchema(), body, 201 if outcome.created else 200, outcome.position, projected)

@@ -14,6 +14,7 @@ from typing import Any, cast
 from marshmallow import EXCLUDE, Schema, fields, validate
 from marshmallow import ValidationError as SchemaError
 
+from api.cursors import Cursor
 from api.turn_schemas import ToolNamesSchema
 from events.types import EVENT_CLASSES
 from memoryd.kernel.domain import (
@@ -29,6 +30,7 @@ from memoryd.kernel.text import checked_identifier
 
 _WHOLE_NUMBER = re.compile(r"[+-]?[0-9]{1,19}")  # ASCII digits only: int() would also take "²" or "٣"
 _INT64 = range(-(2**63), 2**63)
+MAX_SEARCH_OFFSET = 10_000  # deep pages rank the top offset + limit each: bounded, as Elasticsearch bounds them
 
 
 class WholeNumber(fields.Integer):
@@ -150,11 +152,17 @@ class ListMemoriesQuery(RequestSchema):
     limit = _limit(100, 1, 200)
     scope = _text("scope", load_default="")
     scope_id = _text("scope_id", load_default="")
+    after = Cursor()
 
 
 class SearchMemoriesRequest(RequestSchema):
     query = _text("query", "query is required", validate=_not_blank("query"))
     limit = _limit(20, 1, 50)
+    offset = WholeNumber(load_default=0, validate=validate.Range(0, MAX_SEARCH_OFFSET, error=(
+        f"offset must be between 0 and {MAX_SEARCH_OFFSET}")), error_messages={
+        "invalid": "offset must be an integer", "null": "offset must be an integer"}, metadata={
+        "description": f"hits to skip: the next page is at offset + limit (at most {MAX_SEARCH_OFFSET:,}); "
+                       "each page is ranked as the index stands when it is read"})
     type = TypeFilter()
     scope = _text("scope", load_default="")
     scope_id = _text("scope_id", load_default="")

@@ -16,4 +16,6 @@ configure_logging()
 _services = build_services(load_config())
 migrate.ensure_ready(_services.database)
 _services.search.warm_up()
+if _services.vectors is not None and _services.redis is None:  # with workers, they embed
+    _services.vectors.start()
 application = create_app(_services)

@@ -5,11 +5,14 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, Protocol, TypeVar, overload
+from typing import Any, Protocol, TypeVar, cast, overload
+
+from sqlalchemy import Connection
 
 from commands.erasure import EraseMemories, ErasureOutcome, erase_memories
+from commands.group_commit import GroupCommit
 from commands.handlers import (
     Dependencies,
     Outcome,
@@ -65,6 +68,7 @@ HANDLERS: dict[type, Callable[..., Any]] = {
 
 
 MemoryCommand = SaveMemory | DeleteMemory | DeleteMemoryById | RestoreMemory
+MEMORY_COMMANDS = (SaveMemory, DeleteMemory, DeleteMemoryById, RestoreMemory)
 ProjectCommand = (CreateProject | GrantProjectAccess | RevokeProjectAccess | ArchiveProject | ReactivateProject
                   | DeleteProject)
 AnyCommand = MemoryCommand | ProjectCommand | SupersedeEvent | EraseMemories
@@ -105,11 +109,20 @@ class _AppendFailed(Exception):
         self.error = error
 
 
+MemoryWrite = tuple[MemoryCommand, EventMetadata, IdempotencyClaim | None]
+
+
 class CommandBus:
-    def __init__(self, deps: Dependencies, dispatcher: Dispatcher, keys: IdempotencyKeys) -> None:
+    """With ``group_commit``, memory writes that arrive while another runs share its next transaction
+    (``commands.group_commit``): worth it where a commit waits for the disk (PostgreSQL)."""
+
+    def __init__(self, deps: Dependencies, dispatcher: Dispatcher, keys: IdempotencyKeys,
+                 group_commit: bool = False) -> None:
         self.deps = deps
         self.dispatcher = dispatcher
         self.keys = keys
+        self._writes: GroupCommit[MemoryWrite, Outcome] | None = \
+            GroupCommit(self._write_together, self._write_alone) if group_commit else None
 
     @overload
     def handle(self, command: MemoryCommand, metadata: EventMetadata, claim: IdempotencyClaim | None = None
@@ -130,16 +143,44 @@ class CommandBus:
     def handle(self, command: AnyCommand, metadata: EventMetadata, claim: IdempotencyClaim | None = None
                ) -> AnyOutcome:
         """Run the command in one transaction (load, decide, append, and an in-process projection); with
-        ``claim``, its key is taken atomically with the append."""
-        take_key = (lambda conn, position: self.keys.claim(conn, claim, position)) if claim else None
+        ``claim``, its key is taken atomically with the append. Then tell the dispatcher, in the caller's own
+        thread: a catch-up after the commit never holds up the writes in line behind it."""
+        outcome: AnyOutcome
+        if self._writes is not None and isinstance(command, MEMORY_COMMANDS):
+            written = self._writes.submit((command, metadata, claim))
+            outcome, projected = written, written.projected
+        else:
+            outcome, projected = self._transact(command, metadata, claim)
+        if outcome.position is not None:
+            self.dispatcher.appended(outcome.position, projected)
+        return outcome
+
+    def _transact(self, command: AnyCommand, metadata: EventMetadata, claim: IdempotencyClaim | None
+                  ) -> tuple[AnyOutcome, bool]:
         handler = HANDLERS[type(command)]
         outcome: AnyOutcome
         reading = command.stream_id if isinstance(command, OneMemoryCommand) else None
-        outcome, projected = self._in_one_transaction(lambda tx: handler(tx, command, metadata, self.deps, take_key),
-                                                      lambda outcome: outcome.position, reading)
-        if outcome.position is not None:
-            self.dispatcher.appended(outcome.position, projected)
-        return replace(outcome, projected=projected) if isinstance(outcome, Outcome) else outcome
+        outcome, projected = self._in_one_transaction(
+            lambda tx: handler(tx, command, metadata, self.deps, self._taking(claim)), lambda outcome: outcome.position,
+            reading)
+        return (replace(outcome, projected=projected) if isinstance(outcome, Outcome) else outcome), projected
+
+    def _write_alone(self, write: MemoryWrite) -> Outcome:
+        return cast(Outcome, self._transact(*write)[0])  # a memory command's handler answers an Outcome
+
+    def _write_together(self, writes: Sequence[MemoryWrite]) -> list[Outcome]:
+        """Several writes, each with its own metadata and key, in one transaction; the first's stream is read
+        with the lock."""
+        first = writes[0][0]
+        outcomes, projected = self._in_one_transaction(
+            lambda tx: [HANDLERS[type(command)](tx, command, metadata, self.deps, self._taking(claim))
+                        for command, metadata, claim in writes],
+            lambda outcomes: outcomes[-1].position, first.stream_id if isinstance(first, OneMemoryCommand) else None)
+        return [replace(outcome, projected=projected) for outcome in outcomes]
+
+    def _taking(self, claim: IdempotencyClaim | None) -> Callable[[Connection, int], None] | None:
+        """What takes ``claim``'s key in the append's transaction, at the position it appends."""
+        return (lambda conn, position: self.keys.claim(conn, claim, position)) if claim else None
 
     def handle_many(self, commands: list[SaveMemory], metadata: EventMetadata) -> list[Outcome]:
         """Save a batch in one transaction (bulk imports), then tell the projections once."""
@@ -153,9 +194,8 @@ class CommandBus:
                    claim: IdempotencyClaim | None = None) -> list[Outcome | None]:
         """Save and delete a batch in one transaction, all or none (``handlers.write_many``); with ``claim``, its
         key is taken with the append."""
-        take_key = (lambda conn, position: self.keys.claim(conn, claim, position)) if claim else None
         outcomes, projected = self._in_one_transaction(
-            lambda tx: write_many(tx, commands, metadata, self.deps, take_key), _last_position)
+            lambda tx: write_many(tx, commands, metadata, self.deps, self._taking(claim)), _last_position)
         if (position := _last_position(outcomes)) is not None:
             self.dispatcher.appended(position, projected)
         return [replace(outcome, projected=projected) if outcome else None for outcome in outcomes]

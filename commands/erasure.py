@@ -3,7 +3,8 @@
 In one transaction: the memories the selector names are found in the log, one ``memory.erase`` event
 records who erased which memories and positions (and why; never what they said), every event of those
 memories has its payload replaced by a content-free stub and its stream id (which holds the memory's
-name) by a digest, and the idempotency answers that could give them back are forgotten. The chain
+name) by a digest, and the idempotency answers that could give them back are forgotten, as are the memories'
+vectors (of every embedding model). The chain
 commits to those digests, which stay, so it still verifies; projections take the memories out when
 they apply the erase event.
 """
@@ -22,6 +23,7 @@ from events.types import EventMetadata, MemoriesErased
 from memoryd.kernel.domain import SCOPES
 from memoryd.kernel.errors import NotFound, ValidationError
 from memoryd.kernel.text import checked_text
+from memoryd.storage.vectors import erase_vectors
 
 SELECTORS = ({"user_id"}, {"memory_id"}, {"scope", "scope_id"})
 
@@ -52,6 +54,7 @@ def erase_memories(tx: AppendTransaction, command: EraseMemories, metadata: Even
     position = deps.store.append(f"erasure:{uuid.uuid4()}", 0, [erasure], metadata, claim, tx=tx)
     redact(tx.conn, position, targets)
     forgotten = IdempotencyKeys.forget(tx.conn, sorted(targets), memory_ids)
+    erase_vectors(tx.conn, memory_ids)  # now, not when the vectors projection gets there: they can be turned back into text
     return ErasureOutcome(erasure, position, forgotten)
 
 

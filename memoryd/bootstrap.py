@@ -18,6 +18,7 @@ from memoryd.app.services import Services
 from memoryd.app.tool import MemoryTool
 from memoryd.app.turn import TurnComposer
 from memoryd.app.workstreams import Workstreams
+from memoryd.embeddings.embedder import Embedder
 from memoryd.kernel.config import Config, default_snapshot_dir
 from memoryd.kernel.errors import ConfigError
 from memoryd.kernel.queue_health import QueueHealth
@@ -31,13 +32,16 @@ from projections.project_tables import ProjectTablesProjection
 from projections.projector import Projector
 from projections.queries import ProjectedMemoryLocator
 from projections.search import Analyzer, SearchService
+from projections.semantic import VectorChannel
 
 ADMIN_PERMISSIONS = ["admin.memories"]
 
 
-def build_services(config: Config) -> Services:
+def build_services(config: Config, embedder: Embedder | None = None) -> Services:
+    """``embedder``: the semantic channel's model (None: the channel is off, search is BM25 alone)."""
     database = Database(config.storage.database_url)
     store = EventStore(database)
+    vectors = VectorChannel(database, store, embedder) if embedder is not None else None
     memory_table = MemoryTableProjection()
     projector = Projector(database, store, [memory_table, ProjectTablesProjection()])
     idempotency = IdempotencyKeys(database, dt.timedelta(hours=config.server.idempotency_window_hours))
@@ -56,18 +60,22 @@ def build_services(config: Config) -> Services:
         dispatcher = RedisDispatcher(redis, queue, projector, queue_health, config.server.write_wait_ms / 1000)
     directory = Directory(database)
     locator = ProjectedMemoryLocator(database)
-    bus = CommandBus(Dependencies(store=store, locator=locator, users=directory), dispatcher, idempotency)
+    # PostgreSQL's commit waits for an fsync under the append lock: writes arriving together share one.
+    # SQLite's (WAL, synchronous=NORMAL) does not, so a write there goes alone, at once.
+    bus = CommandBus(Dependencies(store=store, locator=locator, users=directory), dispatcher, idempotency,
+                     group_commit=database.dialect == "postgresql")
     snapshots = Path(config.search.snapshot_dir) if config.search.snapshot_dir else \
         default_snapshot_dir(config.storage.database_url)
     search = SearchService(store, config.search.k1, config.search.b, snapshots, analyzer_for(config))
     tool = MemoryTool(bus, store, database, directory, search, config.memory.max_content)
     turns = TurnComposer(store, database, directory, search, config.memory)
-    erasures = Erasures(bus, store, projector, search, config.server.write_wait_ms / 1000)
+    erasures = Erasures(bus, store, projector, search, config.server.write_wait_ms / 1000,
+                        vectors.index if vectors is not None else None)
     sessions = Sessions(database, directory, config.auth.session_idle_days)
     identities = Identities(store, directory, sessions, dispatcher.appended, config.auth.default_token_days)
     return Services(config, database, store, projector, memory_table, bus, directory, idempotency, redis, queue,
                     search, sessions, tool, turns, Workstreams(directory, store), erasures, identities, locator,
-                    queue_health)
+                    queue_health, vectors)
 
 
 def analyzer_for(config: Config) -> Analyzer:

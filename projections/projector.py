@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Protocol
@@ -151,10 +151,14 @@ class Projector:
             time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 2, POLL_CAP)  # a short cap: workers usually finish within milliseconds
 
-    def faults(self) -> list[Fault]:
-        """Every projection that is stopped on an event, and why."""
+    def faults(self, everywhere: bool = False) -> list[Fault]:
+        """Every one of these projections that is stopped on an event, and why; ``everywhere``: of any projection
+        (the vectors', which run apart from the writes, too)."""
+        query = select(projection_faults).order_by(projection_faults.c.projection)
+        if not everywhere:
+            query = query.where(projection_faults.c.projection.in_([projection.name for projection in self.projections]))
         with self.database.read() as conn:
-            rows = conn.execute(select(projection_faults).order_by(projection_faults.c.projection)).all()
+            rows = conn.execute(query).all()
         return [Fault(row.projection, row.position, row.event_type, row.error) for row in rows]
 
     def rebuild(self, projection: Projection) -> int:
@@ -167,14 +171,14 @@ class Projector:
         """
         with self.database.transaction(Transaction) as tx:
             conn = tx.conn
-            self._lock_checkpoint(conn, projection.name)
+            lock_checkpoint(conn, projection.name)
             projection.reset(conn)
             superseded = self.store.superseded(conn)
             position = 0
             while batch := self.store.read_after(conn, position, BATCH_SIZE):
                 batch = [superseded[e.position].stand_in(e) if e.position in superseded else e for e in batch]
                 position = self._apply(tx, projection, position, batch)
-            self._save_checkpoint(conn, projection.name, position)
+            save_checkpoint(conn, projection.name, position)
         log.info("rebuilt projection %s to position %d", projection.name, position)
         return position
 
@@ -182,6 +186,15 @@ class Projector:
         """Apply the log's events in ``(after, until]`` to ``projection`` on ``into`` (another database: a
         scratch copy), as a rebuild applies them; the position reached. Read a page at a time, each in
         a read transaction of this database's own, so the live one is never held."""
+        position = after
+        for event in self.replayed(after, until):
+            projection.apply(into, event)
+            position = event.position
+        return position
+
+    def replayed(self, after: int, until: int) -> Iterator[RecordedEvent]:
+        """The log's events in ``(after, until]`` as a rebuild applies them (a superseded one's stand-in in its
+        place), read a page at a time, each page in a read transaction of its own."""
         with self.database.read() as conn:
             superseded = self.store.superseded(conn)
         position = after
@@ -190,12 +203,10 @@ class Projector:
                 batch = [event for event in self.store.read_after(conn, position, BATCH_SIZE)
                          if event.position <= until]
             if not batch:
-                break
+                return
             for event in batch:
-                projection.apply(into, superseded[event.position].stand_in(event) if event.position in superseded
-                                 else event)
+                yield superseded[event.position].stand_in(event) if event.position in superseded else event
             position = batch[-1].position
-        return position
 
     def _catch_up_together(self) -> int | None:
         """Every projection from their common checkpoint to the head in one transaction: the position
@@ -226,11 +237,11 @@ class Projector:
         while True:
             try:
                 with self.database.transaction(Transaction) as tx:
-                    position = self._lock_checkpoint(tx.conn, projection.name)
+                    position = lock_checkpoint(tx.conn, projection.name)
                     batch = self.store.read_after(tx.conn, position, BATCH_SIZE)
                     if batch:
                         position = self._apply(tx, projection, position, batch)
-                        self._save_checkpoint(tx.conn, projection.name, position)
+                        save_checkpoint(tx.conn, projection.name, position)
             except ProjectionStopped as failed:  # the batch rolled back: keep what precedes the event, stop before it
                 position, moved_on = self._stop_before(projection, failed.fault)
                 if moved_on:  # the event was superseded and its stand-in applied
@@ -250,7 +261,7 @@ class Projector:
         for recorded in batch:
             if recorded.position > position + 1:
                 self._record_gap(tx.conn, projection.name, position + 1, recorded.position)
-            stopped = _stopped_at(projection, recorded)
+            stopped = stopped_at(projection.name, recorded)
             try:
                 with tx.failing_as(stopped) if name_deferred else nullcontext():
                     projection.apply(tx, recorded)
@@ -267,7 +278,7 @@ class Projector:
         try:
             with self.database.transaction(Transaction) as tx:
                 conn = tx.conn
-                position = self._lock_checkpoint(conn, projection.name)
+                position = lock_checkpoint(conn, projection.name)
                 before = [e for e in self.store.read_after(conn, position, BATCH_SIZE) if e.position < fault.position]
                 position = self._apply(tx, projection, position, before)
                 failed = self.store.read_after(conn, position, 1)
@@ -277,18 +288,12 @@ class Projector:
                     log.warning("projection %s applies the stand-in for the superseded event at %d",
                                 projection.name, fault.position)
                     position = self._apply(tx, projection, position, [stand_in])
-                self._save_checkpoint(conn, projection.name, position)
+                save_checkpoint(conn, projection.name, position)
         except ProjectionStopped as again:  # the stand-in fails too (or the log changed under us): stop where we were
             fault, stand_in, position = again.fault, None, self.checkpoint(projection.name)
         if stand_in is not None or position >= fault.position:  # moved on (or another catch-up passed it)
             return position, True
-        log.error("%s", fault.describe())
-        with self.database.write() as conn:
-            insert = postgres_insert if conn.dialect.name == "postgresql" else sqlite_insert
-            values = {"position": fault.position, "event_type": fault.event_type, "error": fault.error,
-                      "recorded_at": utc_timestamp()}
-            conn.execute(insert(projection_faults).values(projection=fault.projection, **values)
-                         .on_conflict_do_update(index_elements=[projection_faults.c.projection], set_=values))
+        record_fault(self.database, fault)
         return position, False
 
     def _record_gap(self, conn: Connection, name: str, first: int, committed: int) -> None:
@@ -306,18 +311,32 @@ class Projector:
             projection=name, first_position=first, last_position=committed - 1, reason=reason, recorded_at=utc_timestamp(),
         ).on_conflict_do_nothing())
 
-    def _lock_checkpoint(self, conn: Connection, name: str) -> int:
-        """Create the checkpoint row if needed and lock it until the transaction ends."""
-        found = conn.execute(_LOCK_ONE, {"name": name}).scalar()
-        if found is None:  # the projection's first run
-            insert = postgres_insert if conn.dialect.name == "postgresql" else sqlite_insert
-            conn.execute(insert(projection_checkpoints).values(name=name, position=0).on_conflict_do_nothing())
-            found = conn.execute(_LOCK_ONE, {"name": name}).scalar_one()
-        return int(found)
 
-    def _save_checkpoint(self, conn: Connection, name: str, position: int) -> None:
-        conn.execute(_SAVE_ALL, {"names": [name], "position": position})
-        conn.execute(_CLEAR_FAULTS, {"names": [name], "position": position})
+def lock_checkpoint(conn: Connection, name: str) -> int:
+    """Create the checkpoint row if needed and lock it until the transaction ends; its position."""
+    found = conn.execute(_LOCK_ONE, {"name": name}).scalar()
+    if found is None:  # the projection's first run
+        insert = postgres_insert if conn.dialect.name == "postgresql" else sqlite_insert
+        conn.execute(insert(projection_checkpoints).values(name=name, position=0).on_conflict_do_nothing())
+        found = conn.execute(_LOCK_ONE, {"name": name}).scalar_one()
+    return int(found)
+
+
+def save_checkpoint(conn: Connection, name: str, position: int) -> None:
+    """Move the checkpoint (locked by ``lock_checkpoint``) and clear a fault it has passed."""
+    conn.execute(_SAVE_ALL, {"names": [name], "position": position})
+    conn.execute(_CLEAR_FAULTS, {"names": [name], "position": position})
+
+
+def record_fault(database: Database, fault: Fault) -> None:
+    """Store where a projection stopped, for ``/readyz`` and ``memoryd status`` (one row per projection)."""
+    log.error("%s", fault.describe())
+    with database.write() as conn:
+        insert = postgres_insert if conn.dialect.name == "postgresql" else sqlite_insert
+        values = {"position": fault.position, "event_type": fault.event_type, "error": fault.error,
+                  "recorded_at": utc_timestamp()}
+        conn.execute(insert(projection_faults).values(projection=fault.projection, **values)
+                     .on_conflict_do_update(index_elements=[projection_faults.c.projection], set_=values))
 
 
 # Built once: every save runs them (building a statement costs more than running it). Checkpoints are locked
@@ -330,9 +349,9 @@ _CLEAR_FAULTS = delete(projection_faults).where(projection_faults.c.projection.i
                                                 projection_faults.c.position <= bindparam("position"))
 
 
-def _stopped_at(projection: Projection, recorded: RecordedEvent) -> Callable[[Exception], ProjectionStopped]:
-    """How ``projection`` failing on ``recorded`` is raised, wherever the failure surfaces."""
-    return lambda error: ProjectionStopped(Fault(projection.name, recorded.position, recorded.event_type,
+def stopped_at(projection: str, recorded: RecordedEvent) -> Callable[[Exception], ProjectionStopped]:
+    """How the projection named ``projection`` failing on ``recorded`` is raised, wherever the failure surfaces."""
+    return lambda error: ProjectionStopped(Fault(projection, recorded.position, recorded.event_type,
                                                  _storable(f"{type(error).__name__}: {error}")[:2000]))
 
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Integer, Result, Select, and_, bindparam, func, or_, select, union_all
+from sqlalchemy import Connection, Integer, Result, Select, String, and_, bindparam, func, or_, select, union_all
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -31,8 +32,9 @@ def _rows() -> Select[Any]:
     ).select_from(memories.outerjoin(memory_access, memory_access.c.memory_id == memories.c.memory_id))
 
 
-def _newest(scoped: bool | None, typed: bool, suffix: str = "") -> Select[Any]:
-    """A page of the newest rows: of a scope (and scope id), and of a type, as bound parameters; built once.
+def _newest(scoped: bool | None, typed: bool, paged: bool, suffix: str = "") -> Select[Any]:
+    """A page of the newest rows: of a scope (and scope id), of a type, and after a row (``paged``: the keyset
+    ``after_updated``, ``after_id``), as bound parameters; built once.
 
     ``suffix`` names the scope's parameters apart, for several such reads in one statement."""
     query = _rows()
@@ -42,14 +44,34 @@ def _newest(scoped: bool | None, typed: bool, suffix: str = "") -> Select[Any]:
         query = query.where(memories.c.scope_id == bindparam(f"scope_id{suffix}"))
     if typed:
         query = query.where(memories.c.type == bindparam("type"))
+    if paged:  # after the keyset in the page's order; the ``<=`` bounds the index range, the ``OR`` breaks the tie
+        after_updated = bindparam("after_updated", type_=String)
+        query = query.where(memories.c.updated <= after_updated,
+                            or_(memories.c.updated < after_updated, memories.c.memory_id > bindparam("after_id")))
     return query.order_by(memories.c.updated.desc(), memories.c.memory_id).limit(bindparam("limit", type_=Integer))
 
 
-_NEWEST = {(scoped, typed): _newest(scoped, typed) for scoped in (None, False, True) for typed in (False, True)}
+_NEWEST = {(scoped, typed, paged): _newest(scoped, typed, paged)
+           for scoped in (None, False, True) for typed in (False, True) for paged in (False, True)}
 
 
-def list_memories(conn: Connection, where: MemoryFilter, limit: int) -> list[dict[str, Any]]:
-    """The ``limit`` most recently updated memories ``where`` admits (updated, newest first, then id).
+@dataclass(frozen=True)
+class Keyset:
+    """A row's place in a list's order (``updated`` newest first, then ``memory_id``): a page starts after it."""
+
+    updated: str
+    memory_id: str
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> Keyset:
+        return cls(row["updated"], row["memory_id"])
+
+
+def list_memories(conn: Connection, where: MemoryFilter, limit: int, after: Keyset | None = None
+                  ) -> list[dict[str, Any]]:
+    """The ``limit`` most recently updated memories ``where`` admits (updated, newest first, then id), after the
+    row ``after`` names if given (keyset paging: a row written meanwhile moves to the front, so a walk of the
+    pages meets every row that was not written during it once, whatever was written).
 
     One statement: an index range read per scope pattern, each stopping at ``limit`` rows, merged and cut
     to ``limit`` by the database. A page costs what the page costs, however many memories the caller
@@ -57,14 +79,17 @@ def list_memories(conn: Connection, where: MemoryFilter, limit: int) -> list[dic
     round trip and one snapshot.
     """
     values: dict[str, Any] = {"type": where.type, "limit": limit}
+    if after is not None:
+        values |= {"after_updated": after.updated, "after_id": after.memory_id}
     if where.scopes is None:
-        return _dicts(conn.execute(_NEWEST[(None, bool(where.type))], values))
+        return _dicts(conn.execute(_NEWEST[(None, bool(where.type), after is not None)], values))
     patterns = _distinct(where.scopes)
     if not patterns:
         return []
     for number, pattern in enumerate(patterns):
         values |= {f"scope_{number}": pattern.scope, f"scope_id_{number}": pattern.scope_id}
-    statement = _merged(tuple(pattern.scope_id is not None for pattern in patterns), bool(where.type))
+    statement = _merged(tuple(pattern.scope_id is not None for pattern in patterns), bool(where.type),
+                        after is not None)
     return _dicts(conn.execute(statement, values))
 
 
@@ -80,8 +105,8 @@ def _distinct(patterns: tuple[ScopePattern, ...]) -> list[ScopePattern]:
     return [pattern for pattern in dict.fromkeys(patterns) if pattern.scope_id is None or pattern.scope not in whole]
 
 
-@functools.lru_cache(maxsize=64)
-def _merged(shape: tuple[bool, ...], typed: bool) -> Select[Any]:
+@functools.lru_cache(maxsize=128)
+def _merged(shape: tuple[bool, ...], typed: bool, paged: bool = False) -> Select[Any]:
     """The page of several patterns as one statement, built once per shape (which patterns name a scope id).
 
     Each pattern is a ``_newest`` read with parameters of its own, wrapped as a subquery so that it keeps
@@ -89,9 +114,9 @@ def _merged(shape: tuple[bool, ...], typed: bool) -> Select[Any]:
     ``len(shape) * limit`` rows to the page.
     """
     if len(shape) == 1:
-        return _newest(shape[0], typed, "_0")
+        return _newest(shape[0], typed, paged, "_0")
     reads = [select(read) for read in
-             (_newest(scoped, typed, f"_{number}").subquery() for number, scoped in enumerate(shape))]
+             (_newest(scoped, typed, paged, f"_{number}").subquery() for number, scoped in enumerate(shape))]
     page = union_all(*reads).subquery("page")
     return select(page).order_by(page.c.updated.desc(), page.c.memory_id).limit(bindparam("limit", type_=Integer))
 

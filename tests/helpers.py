@@ -36,6 +36,7 @@ from commands.model import SaveMemory
 from events.types import DomainEvent, EventMetadata, MemorySaved, RecordedEvent
 from memoryd.app.services import Services
 from memoryd.bootstrap import build_services
+from memoryd.embeddings.embedder import Embedder
 from memoryd.kernel.config import Config, MemorySettings, SearchSettings, ServerSettings, StorageSettings, WorkerSettings
 from memoryd.kernel.domain import Memory, Namespace
 from memoryd.storage import migrate
@@ -174,13 +175,14 @@ class RecordingProjection:
         self.positions.clear()
 
 
-def spawn_worker(services: Services, log_path: str | None = None) -> subprocess.Popen[bytes]:
-    """``memoryd worker`` on the services' database, Redis and queue; its log to ``log_path`` if given."""
+def spawn_worker(services: Services, log_path: str | None = None, module: str = "memoryd") -> subprocess.Popen[bytes]:
+    """``memoryd worker`` on the services' database, Redis and queue; its log to ``log_path`` if given. ``module``:
+    what runs it (``tests.vector_worker``: with the fake embedder)."""
     env = {**os.environ, "MEMORYD_DATABASE_URL": services.config.storage.database_url,
            "MEMORYD_REDIS_URL": services.config.workers.redis_url, "MEMORYD_QUEUE": services.config.workers.queue,
            "MEMORYD_CATCH_UP_INTERVAL_MS": "100"}
     with open(log_path or os.environ.get("MEMORYD_TEST_WORKER_LOG", os.devnull), "ab") as log:  # the child keeps its copy
-        return subprocess.Popen([sys.executable, "-m", "memoryd", "worker"], env=env, stdout=log, stderr=log)
+        return subprocess.Popen([sys.executable, "-m", module, "worker"], env=env, stdout=log, stderr=log)
 
 
 def stop(process: subprocess.Popen[Any], timeout: float = 30.0) -> None:
@@ -383,15 +385,16 @@ def chromium() -> Iterator[Any]:
 
 
 def make_services(url: str, redis_url: str = "", queue: str | None = None, memory: MemorySettings | None = None,
-                  search: SearchSettings | None = None, **server: Any) -> Services:
-    """Services on ``url`` with a fresh schema; ``redis_url`` switches projection to workers.
+                  search: SearchSettings | None = None, embedder: Embedder | None = None, **server: Any) -> Services:
+    """Services on ``url`` with a fresh schema; ``redis_url`` switches projection to workers; ``embedder`` turns the
+    semantic channel on.
 
     Each gets a queue of its own: other test runs may share the test Redis database.
     """
     workers = WorkerSettings(redis_url=redis_url, queue=queue or f"memoryd-test-{uuid.uuid4().hex[:8]}")
     config = Config(memory=memory or MemorySettings(), storage=StorageSettings(database_url=url), workers=workers,
                     server=ServerSettings(**server), search=search or SearchSettings())
-    services = build_services(config)
+    services = build_services(config, embedder)
     migrate.upgrade(services.database)
     return services
 

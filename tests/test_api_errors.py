@@ -327,14 +327,14 @@ def test_the_openapi_request_schemas_name_every_field(openapi: dict[str, Any]) -
     assert {"name", "content", "description", "type", "scope", "scope_id"} <= set(save["properties"])
     assert {"name", "content", "description"} <= set(save["required"])
     search = resolve(openapi, openapi["paths"][SEARCH]["post"]["requestBody"]["content"]["application/json"]["schema"])
-    assert {"query", "type", "scope", "scope_id", "limit"} <= set(search["properties"])
+    assert {"query", "type", "scope", "scope_id", "limit", "offset"} <= set(search["properties"])
     assert "query" in search["required"]
 
 
 @pytest.mark.parametrize(
     ("path", "method", "parameters", "required"),
     [
-        (MEMORIES, "get", {"type", "scope", "scope_id", "limit"}, set()),
+        (MEMORIES, "get", {"type", "scope", "scope_id", "limit", "after"}, set()),
         (f"{MEMORIES}/{{name}}", "delete", {"name", "scope", "scope_id"}, {"name"}),
         (ADMIN, "get", {"type", "scope", "scope_id", "limit", "offset", "as_of"}, set()),
         (f"{ADMIN}/search", "get", {"q", "type", "scope", "scope_id", "limit", "as_of"}, {"q"}),

@@ -241,7 +241,7 @@ def test_every_write_reports_a_larger_log_position_than_the_one_before(alice: Ca
 
 def test_an_empty_list_has_no_memories_and_total_zero(alice: Caller) -> None:
     response = alice.get(MEMORIES)
-    assert (response.status_code, response.json) == (200, {"memories": [], "total": 0})
+    assert (response.status_code, response.json) == (200, {"memories": [], "total": 0, "next_after": None})
 
 
 def test_listed_rows_have_exactly_the_documented_keys_and_timestamp_format(alice: Caller) -> None:

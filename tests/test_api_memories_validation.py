@@ -112,6 +112,7 @@ def test_later_save_fields_are_checked_in_the_documented_order(alice: Caller, ch
 # -- GET /v1/api/memories -----------------------------------------------------
 
 LIST_LIMIT_RANGE = "limit must be between 1 and 200"
+MALFORMED_CURSOR = "after must be a previous page's next_after, as it was given"
 
 
 @pytest.mark.parametrize(("query", "message"), [
@@ -133,6 +134,13 @@ LIST_LIMIT_RANGE = "limit must be between 1 and 200"
     pytest.param({"type": "bogus", "limit": "abc"}, "invalid type: bogus", id="type checked before limit"),
     pytest.param({"limit": "abc", "scope": "bogus"}, "limit must be an integer", id="limit checked before scope"),
     pytest.param({"limit": "0", "scope": "bogus"}, LIST_LIMIT_RANGE, id="limit range checked before scope"),
+    pytest.param({"after": "not a cursor"}, MALFORMED_CURSOR, id="after not base64"),
+    pytest.param({"after": "e30"}, MALFORMED_CURSOR, id="after an object"),  # {}
+    pytest.param({"after": "WyJ4Il0"}, MALFORMED_CURSOR, id="after one part"),  # ["x"]
+    pytest.param({"after": "WzEsMl0"}, MALFORMED_CURSOR, id="after numbers"),  # [1,2]
+    pytest.param({"after": "WyJ4IiwiXHUwMDAwIl0"}, MALFORMED_CURSOR, id="after with NUL"),  # ["x","\u0000"]
+    pytest.param({"after": "_w"}, MALFORMED_CURSOR, id="after not UTF-8"),
+    pytest.param({"after": "A" * 600}, MALFORMED_CURSOR, id="after too long"),
 ])
 def test_a_list_with_bad_parameters_is_a_400_naming_the_parameter(alice: Caller, query: dict[str, str], message: str) -> None:
     rejected(alice.get(MEMORIES, query_string=query), 400, message)
@@ -180,6 +188,10 @@ NOT_AN_INTEGER = "limit must be an integer"
     pytest.param({"limit": "abc"}, "query is required", id="query checked before limit"),
     pytest.param({"query": "x", "limit": 0, "type": "bogus"}, SEARCH_LIMIT_RANGE, id="limit checked before type"),
     pytest.param({"query": "x", "type": "bogus", "scope": "bogus"}, "invalid type: bogus", id="type checked before scope"),
+    pytest.param({"query": "x", "offset": -1}, "offset must be between 0 and 10000", id="offset negative"),
+    pytest.param({"query": "x", "offset": 10_001}, "offset must be between 0 and 10000", id="offset past the cap"),
+    pytest.param({"query": "x", "offset": 1.5}, "offset must be an integer", id="offset 1.5"),
+    pytest.param({"query": "x", "offset": None}, "offset must be an integer", id="offset null"),
 ])
 def test_a_search_with_bad_parameters_is_a_400_naming_the_parameter(
     alice: Caller, request_body: dict[str, Any], message: str

@@ -37,7 +37,8 @@ PRINTED = {  # what each page's shell prints, as the page says
                             '"block_matches":true'],
     "auditing.md": ["the log verifies", "structured_memories: equal", '"free":true',
                     '"content":"Alice is on call this week."'],
-    "http-api.md": ['"version":2', "the memory is not at version 1", '"status":"ok","name":"release_process"',
+    "http-api.md": ["page: standup_time", "page: release_process", "after must be a previous page's next_after", '"version":2',
+                    "the memory is not at version 1", '"status":"ok","name":"release_process"',
                     '"name":"release_notes_draft","deleted":false',
                     '"action":"memory.delete"', '"complete":true', '"description":"how we release, edited"'],
     "identities.md": ['"reason":"token revoked"', '"action":"token.revoke"', "laptop stolen"],
@@ -149,6 +150,16 @@ def test_the_search_pages_configuration_is_valid(tmp_path: Path) -> None:
     config = load_config(tmp_path / "config.toml", environ={})
     assert (config.search.language, config.search.k1, config.search.b) == ("german", 1.2, 0.5)
     assert analyzer_for(config).language == "german"
+
+
+def test_the_recall_pages_configurations_are_valid(tmp_path: Path) -> None:
+    local, endpoint = blocks("recall.md", "toml")
+    for example in (local, endpoint):
+        (tmp_path / "config.toml").write_text(example)
+        search = load_config(tmp_path / "config.toml", environ={}).search
+        assert search.semantic == tomllib.loads(example)["search"]["semantic"]
+    assert (search.embeddings_url, search.embeddings_model, search.embeddings_dimension) == (
+        "http://127.0.0.1:11434/v1", "nomic-embed-text", 768)
 
 
 def test_the_identities_pages_configuration_is_valid(tmp_path: Path) -> None:

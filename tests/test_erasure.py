@@ -59,7 +59,7 @@ def test_erasing_a_user_takes_every_memory_of_theirs_and_certifies_each_store(er
     assert certificate["erased_by"] == admin.user_id
     assert certificate["positions"] == [1, 2, 3, 4, 5]  # a save and its update, a save, a save and its delete
     assert {check["store"] for check in certificate["checks"]} == {
-        "log", "structured_memories", "search index", "search snapshots", "idempotency answers"}
+        "log", "structured_memories", "search index", "vectors", "search snapshots", "idempotency answers"}
     assert all(check["free"] for check in certificate["checks"])
     assert certificate["snapshots_dropped"] == 1 and certificate["idempotency_keys_forgotten"] >= 1
     with any_services.database.read() as conn:

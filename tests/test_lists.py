@@ -19,13 +19,14 @@ from memoryd.kernel.domain import MEMORY_TYPES, Namespace
 from memoryd.storage.driver import Transaction
 from memoryd.storage.schema import memory_counts, structured_memories
 from projections.filters import MemoryFilter, ScopePattern
-from projections.queries import _NEWEST, _merged, count_memories, list_memories
+from projections.queries import _NEWEST, Keyset, _merged, count_memories, list_memories
 from tests.helpers import make_services, memory_counts_by_namespace, rebuild_equals_live, table_rows
 
 NAMESPACES = [Namespace("global", ""), Namespace("user", "u1"), Namespace("user", "u2"), Namespace("workstream", "w1"),
               Namespace("project", "p1")]
 PATTERNS = [ScopePattern("global"), ScopePattern("user", "u1"), ScopePattern("user"), ScopePattern("workstream", "w1"),
             ScopePattern("project", "p1"), ScopePattern("project", "p9")]
+AFTER = {"after_updated": "2026-01-01T02:00:00", "after_id": "m"}  # a page after a row: the keyset's parameters
 
 
 def churn(services: Services, seed: int, writes: int = 120) -> None:
@@ -89,6 +90,24 @@ def test_a_page_is_the_brute_force_page_and_the_total_the_brute_force_count(chur
     assert total == len(oracle(churned, where, 10_000))
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.one_of(st.none(), st.lists(st.sampled_from(PATTERNS), min_size=1, max_size=4)),
+       st.sampled_from(["", *MEMORY_TYPES]), st.integers(1, 40))
+def test_the_pages_of_a_walk_together_are_the_unpaged_list(churned: Services, patterns: Any, memory_type: Any,
+                                                           limit: Any) -> None:
+    """Each page starts after the last row of the one before (ties in ``updated`` broken by id, across pages)."""
+    where = MemoryFilter(type=memory_type, scopes=tuple(patterns) if patterns is not None else None)
+    expected, walked, after = oracle(churned, where, 10_000), list[str](), None
+    with churned.database.read() as conn:
+        for _ in range(len(expected) + 1):  # a walk that repeats rows must still end
+            page = list_memories(conn, where, limit, after)
+            if not page:
+                break
+            walked += [row["memory_id"] for row in page]
+            after = Keyset.of(page[-1])
+    assert walked == expected
+
+
 def test_one_memory_in_two_overlapping_patterns_is_listed_once(services: Services) -> None:
     services.bus.handle(SaveMemory("mine", "c", "d", None, Namespace("user", "u1")), EventMetadata())
     with services.database.read() as conn:
@@ -97,13 +116,13 @@ def test_one_memory_in_two_overlapping_patterns_is_listed_once(services: Service
 
 
 def test_every_list_statement_reads_an_index_in_the_pages_order(any_services: Services) -> None:
-    """The plans of the statements ``list_memories`` runs, all six shapes with real parameters: an index of
+    """The plans of the statements ``list_memories`` runs, all twelve shapes with real parameters: an index of
     ``structured_memories`` read in the page's order, no sort (SQLite's and PostgreSQL's own words).
 
     PostgreSQL's planner prefers a sequential scan for a table this small, so there it is asked whether
     a plan without a table scan or a sort exists at all (``enable_seqscan`` and ``enable_sort`` off)."""
     churn(any_services, seed=3, writes=40)
-    values = {"scope": "user", "scope_id": "u1", "type": "feedback", "limit": 100}
+    values = {"scope": "user", "scope_id": "u1", "type": "feedback", "limit": 100, **AFTER}
     with any_services.database.read() as conn:
         explain = "EXPLAIN QUERY PLAN " if conn.dialect.name == "sqlite" else "EXPLAIN (COSTS OFF) "
         if conn.dialect.name == "postgresql":
@@ -121,19 +140,20 @@ ENVELOPES = {(False, True): ("global", "user"), (False, True, True, True): ("glo
              (True, True): ("user", "user")}
 
 
+@pytest.mark.parametrize("paged", [False, True])
 @pytest.mark.parametrize("typed", [False, True])
 @pytest.mark.parametrize("shape", list(ENVELOPES))
 def test_a_page_of_several_patterns_is_one_statement_of_index_reads_merged(any_services: Services, shape: Any,
-                                                                           typed: bool) -> None:
+                                                                           typed: bool, paged: bool) -> None:
     """Several patterns are one statement, each pattern an index read of at most ``limit`` rows in the page's
     order, merged: PostgreSQL merges the ordered reads (``Merge Append``, no sort); SQLite sorts only each
     read's own rows (a temporary B-tree over a subquery's output, never over the table)."""
     churn(any_services, seed=5, writes=40)
-    values: dict[str, Any] = {"type": "feedback" if typed else "", "limit": 100}
+    values: dict[str, Any] = {"type": "feedback" if typed else "", "limit": 100, **AFTER}
     for number, (scoped, scope) in enumerate(zip(shape, ENVELOPES[shape], strict=True)):
         values |= {f"scope_{number}": scope, f"scope_id_{number}": f"{scope[0]}{number}" if scoped else None}
     with any_services.database.read() as conn:
-        sql = str(_merged(shape, typed).params(values).compile(conn, compile_kwargs={"literal_binds": True}))
+        sql = str(_merged(shape, typed, paged).params(values).compile(conn, compile_kwargs={"literal_binds": True}))
         if conn.dialect.name == "postgresql":
             conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
             conn.exec_driver_sql("SET LOCAL enable_sort = off")

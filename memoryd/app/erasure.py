@@ -1,9 +1,9 @@
 """Erasure with a certificate: run the erasure, let every read model take it in, and check that each one is
 free of the erased memories before saying so.
 
-The command (``commands/erasure.py``) redacts the log and forgets the idempotency answers in one
-transaction. Then this service waits for the table projection to pass the erasure, catches this
-process's search index up (which builds it again from the redacted log), drops the search snapshots
+The command (``commands/erasure.py``) redacts the log, forgets the idempotency answers and deletes the
+memories' vectors in one transaction. Then this service waits for the table projection to pass the erasure,
+catches this process's search index up (which builds it again from the redacted log), drops the search snapshots
 taken before it, and reads each store back: the certificate reports what it found, not what it meant
 to do.
 """
@@ -25,8 +25,10 @@ from events.types import ErasedEvent, EventMetadata, MemoriesErased
 from memoryd.kernel.errors import NotFound
 from memoryd.storage.db import Database
 from memoryd.storage.schema import event_type_is, events, idempotency_keys, search_snapshots, structured_memories
+from memoryd.storage.vectors import count_vectors
 from projections.projector import Projector
 from projections.search import SearchService
+from projections.vector_index import VectorIndex
 
 
 @dataclass(frozen=True)
@@ -41,9 +43,10 @@ class Check:
 
 class Erasures:
     def __init__(self, bus: CommandBus, store: EventStore, projector: Projector, search: SearchService,
-                 wait_seconds: float) -> None:
+                 wait_seconds: float, vectors: VectorIndex | None = None) -> None:
         self.bus, self.store, self.projector, self.search = bus, store, projector, search
         self.wait_seconds = wait_seconds
+        self.vectors = vectors  # this process's vectors in memory, when the semantic channel is on
 
     @property
     def database(self) -> Database:
@@ -68,7 +71,8 @@ class Erasures:
         self.search.catch_up()
         dropped = self.search.drop_snapshots_before(position)
         checks = [self._log(erasure.positions, position), self._table(erasure.memory_ids, projected, reached),
-                  self._index(erasure.memory_ids), self._snapshots(position), self._answers(erasure.positions)]
+                  self._index(erasure.memory_ids), self._vectors(erasure.memory_ids), self._snapshots(position),
+                  self._answers(erasure.positions)]
         recorded = self.store.event_at(position)
         return {"position": position, "erased_at": recorded.recorded_at if recorded else "",
                 "erased_by": recorded.metadata.get("actor_user_id", "") if recorded else "",
@@ -116,6 +120,13 @@ class Erasures:
         held = self.search.catch_up().holding(memory_ids)
         return Check("search index", not held, f"{len(held)} erased memories indexed in this process, built again "
                                                "from the log (other processes build theirs when they reach it)")
+
+    def _vectors(self, memory_ids: list[str]) -> Check:
+        with self.database.read() as conn:
+            left = count_vectors(conn, memory_ids)
+        held = self.vectors.holding(memory_ids) if self.vectors is not None else []
+        return Check("vectors", left == 0 and not held, f"{left} stored vectors of erased memories (any embedding "
+                                                        f"model), {len(held)} held in this process's memory")
 
     def _snapshots(self, position: int) -> Check:
         with self.database.read() as conn:

@@ -26,6 +26,7 @@ from memoryd.storage.sessions import Sessions
 from projections.memory_table import MemoryTableProjection
 from projections.projector import Projector
 from projections.search import SearchService
+from projections.semantic import VectorChannel
 
 if TYPE_CHECKING:  # the Redis client is imported only when workers are configured
     from redis import Redis
@@ -53,3 +54,11 @@ class Services:
     identities: Identities
     locator: MemoryLocator  # which stream holds a memory id (the read model, then the log)
     queue_health: QueueHealth | None = None  # with Redis: whether the worker queue answers (memoryd.kernel.queue_health)
+    vectors: VectorChannel | None = None  # the semantic channel's vectors; None: it is off (BM25 alone)
+
+    @property
+    def checkpointed(self) -> list[str]:
+        """Every read model the log feeds through a checkpoint: the projector's, then the vectors' when the semantic
+        channel is on (it runs apart from the saves, so it may lag; ``/readyz`` counts that as degraded)."""
+        return [projection.name for projection in self.projector.projections] + \
+            ([self.vectors.name] if self.vectors is not None else [])

@@ -99,6 +99,8 @@ def serve(host: str | None, port: int | None) -> None:
         click.echo("Created the admin user. Its token (shown only this once):", err=True)
         click.echo(token)
     services.search.warm_up()
+    if services.vectors is not None and services.redis is None:  # with workers, they embed
+        services.vectors.start()
     bound_host = f"[{server.effective_host}]" if ":" in server.effective_host else server.effective_host
     bound = f"{bound_host}:{server.effective_port}"  # port 0: the one the system chose
     click.echo(f"memoryd listening on http://{bound} (database: {services.database.url!r})", err=True)

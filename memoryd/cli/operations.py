@@ -22,6 +22,7 @@ from memoryd.storage import migrate
 from memoryd.storage.db import Database
 from projections.filters import MemoryFilter
 from projections.queries import count_memories
+from projections.vector_verify import verify_vectors
 from projections.verify import ReadModelVerifier, TableProjection
 from workers.runner import run_worker
 
@@ -48,16 +49,21 @@ def projections() -> None:
 
 
 @projections.command("rebuild")
-@click.argument("which", type=click.Choice(["all", "table", "search"]), default="all")
+@click.argument("which", type=click.Choice(["all", "table", "search", "vectors"]), default="all")
 @reported
 def rebuild(which: str) -> None:
     """Replay the whole event log into fresh read models.
 
     table: the structured_memories table, in one transaction (readers see the
     old table until it commits). search: the BM25 index, stored as the
-    snapshot that API processes and workers start from.
+    snapshot that API processes and workers start from. vectors: the semantic
+    channel's vectors of the configured model, dropped and embedded again
+    (meanwhile search finds the memories without one by BM25 alone); "all"
+    includes them when the channel is on.
     """
     services = command_services()
+    if which == "vectors" and services.vectors is None:
+        raise click.ClickException("the semantic channel is off: there are no vectors to rebuild")
     if which in ("all", "table"):
         position = services.projector.rebuild(services.memory_table)
         with services.database.read() as conn:
@@ -70,6 +76,11 @@ def rebuild(which: str) -> None:
         position = services.search.save_snapshot()
         click.echo(f"rebuilt the search index from the log up to position {position}: {len(index)} memories "
                    f"in {time.perf_counter() - started:.1f} s (snapshot stored)")
+    if which in ("all", "vectors") and services.vectors is not None:
+        started = time.perf_counter()
+        position = services.vectors.rebuild()
+        click.echo(f"rebuilt {services.vectors.name} from the log up to position {position} "
+                   f"in {time.perf_counter() - started:.1f} s")
 
 
 @projections.command("verify")
@@ -80,7 +91,9 @@ def verify() -> None:
     The tables (structured_memories with its counts, the project tables) are replayed into a scratch
     SQLite file and compared row by row at the live checkpoint; the newest stored search snapshot (what
     API processes start from) is compared document by document with a fresh index of the log up to its
-    position. Prints a digest per read model and the rows that differ; exits 1 on any difference. The
+    position. With the semantic channel on, its vectors are embedded again from the replayed memories and
+    compared with the stored ones (within projections.vector_verify.TOLERANCE). Prints a digest per read
+    model and the rows that differ; exits 1 on any difference. The
     live read models are only read, so it runs beside a serving memoryd.
     """
     services = command_services()
@@ -93,6 +106,8 @@ def verify() -> None:
                        if isinstance(projection, TableProjection)]
             if (searched := verifier.search_snapshot()) is not None:
                 results.append(searched)
+            if services.vectors is not None:
+                results.append(verify_vectors(services.database, services.projector, services.vectors.projection))
         finally:
             scratch.dispose()
     for result in results:
@@ -130,12 +145,12 @@ def status(as_json: bool) -> None:
     """Head of the log, each projection's checkpoint and lag, queue depth, failed jobs."""
     services = command_services()
     head = services.store.head_position()
-    faults = {fault.projection: fault for fault in services.projector.faults()}
+    faults = {fault.projection: fault for fault in services.projector.faults(everywhere=True)}
     report: dict[str, Any] = {
         "head": head,
-        "projections": {p.name: {"checkpoint": (c := services.projector.checkpoint(p.name)), "lag": head - c,
-                                 "stopped": _stopped(faults.get(p.name))}
-                        for p in services.projector.projections},
+        "projections": {name: {"checkpoint": (c := services.projector.checkpoint(name)), "lag": head - c,
+                               "stopped": _stopped(faults.get(name))}
+                        for name in services.checkpointed},
         "queue": None,
     }
     if services.queue is not None:
@@ -229,7 +244,7 @@ def supersede(position: int, reason: str, replacement_file: Any) -> None:
     is stopped on can be superseded.
     """
     services = command_services()
-    stopped = [fault.projection for fault in services.projector.faults() if fault.position == position]
+    stopped = [fault.projection for fault in services.projector.faults(everywhere=True) if fault.position == position]
     if not stopped:
         raise click.ClickException(f"no projection is stopped on the event at position {position}; "
                                    "'memoryd status' shows where projections stand")

@@ -78,6 +78,13 @@ class SearchSettings:
     b: float = 0.5
     snapshot_every: int = 10_000  # workers store a new index snapshot after this many events
     snapshot_dir: str = ""  # where API processes keep the snapshot file they map; empty: default_snapshot_dir
+    semantic: str = "off"  # the vector channel: "off", "local" (all-MiniLM-L6-v2 in-process) or "endpoint" (docs/recall.md)
+    similarity_floor: float = 0.4  # the cosine a memory needs for the vector channel to count it
+    embeddings_url: str = ""  # "endpoint": an OpenAI-compatible API's base, e.g. http://127.0.0.1:11434/v1
+    embeddings_model: str = ""  # "endpoint": the model the endpoint embeds with
+    embeddings_key: str = field(default="", repr=False)  # "endpoint": its API key, if it needs one (never logged)
+    embeddings_dimension: int = 0  # "endpoint": its vectors' dimension; 0: learnt from its first answer
+    embeddings_timeout_ms: int = 2_000  # "endpoint": longer than this, and a search goes on with BM25 alone
 
 
 @dataclass(frozen=True)
@@ -147,6 +154,29 @@ def _boolean(key: str, value: Any) -> bool:
     raise ConfigError(f"{key} must be true or false (got {value!r})")
 
 
+def _choice(*allowed: str) -> Callable[[str, Any], str]:
+    def parse(key: str, value: Any) -> str:
+        if not isinstance(value, str) or value.strip().lower() not in allowed:
+            raise ConfigError(f"{key} must be one of {', '.join(map(repr, allowed))} (got {value!r})")
+        return value.strip().lower()
+
+    return parse
+
+
+def _web_address(key: str, value: Any) -> str:
+    address = _string(key, value)
+    if not address.lower().startswith(("http://", "https://")):
+        raise ConfigError(f"{key} must be an http:// or https:// address (got {address!r})")
+    return address.rstrip("/")
+
+
+def _secret(key: str, value: Any) -> str:
+    """A string that no error repeats: it may be a credential."""
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{key} must be a non-empty string")
+    return value.strip()
+
+
 def _lowercase(key: str, value: Any) -> str:
     return _string(key, value).lower()
 
@@ -181,6 +211,13 @@ _KEYS = (
     _Key("search", "b", _number(0.0, 1.0)),
     _Key("search", "snapshot_every", _integer(1)),
     _Key("search", "snapshot_dir", _string, "MEMORYD_SNAPSHOT_DIR"),
+    _Key("search", "semantic", _choice("off", "local", "endpoint"), "MEMORYD_SEARCH_SEMANTIC"),
+    _Key("search", "similarity_floor", _number(-1.0, 1.0)),
+    _Key("search", "embeddings_url", _web_address, "MEMORYD_SEARCH_EMBEDDINGS_URL"),
+    _Key("search", "embeddings_model", _string, "MEMORYD_SEARCH_EMBEDDINGS_MODEL"),
+    _Key("search", "embeddings_key", _secret, "MEMORYD_SEARCH_EMBEDDINGS_KEY"),
+    _Key("search", "embeddings_dimension", _integer(0, 65_536), "MEMORYD_SEARCH_EMBEDDINGS_DIMENSION"),
+    _Key("search", "embeddings_timeout_ms", _integer(50, 600_000), "MEMORYD_SEARCH_EMBEDDINGS_TIMEOUT_MS"),
     _Key("auth", "default_token_days", _integer(0, 36_500), "MEMORYD_DEFAULT_TOKEN_DAYS"),
     _Key("auth", "session_idle_days", _integer(0, 36_500), "MEMORYD_SESSION_IDLE_DAYS"),
 )

@@ -315,3 +315,18 @@ project_members = Table(
     Column("user_id", String(36), primary_key=True),
     Column("access", String(8), nullable=False),
 )
+
+# The semantic channel's read model (projections/vectors.py): one unit-length float32 vector per live memory and
+# model, from the memory's newest version. ``model`` names the model and its dimension, so two models' vectors
+# never mix; ``position`` is the log position of the event the vector was made from (readers load what changed
+# after the last position they saw). An erasure deletes a memory's rows of every model in its own transaction.
+memory_vectors = Table(
+    "memory_vectors",
+    metadata,
+    Column("model", String(128), primary_key=True),
+    Column("memory_id", String(36), primary_key=True),
+    Column("version", Integer, nullable=False),
+    Column("position", BigInteger, nullable=False),
+    Column("vector", LargeBinary, nullable=False),
+    Index("ix_memory_vectors_model_position", "model", "position"),
+)

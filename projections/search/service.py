@@ -282,9 +282,11 @@ class SearchService:
                 raise ProjectionStopped(fault)
         return fresh
 
-    def memories(self, conn: Connection, where: MemoryFilter, query: str, limit: int) -> list[dict[str, Any]]:
-        """The best matches as table rows, in rank order, each with its BM25 ``score``."""
-        scores = {hit.memory_id: hit.score for hit in self.search(where, query, limit)}
+    def memories(self, conn: Connection, where: MemoryFilter, query: str, limit: int, offset: int = 0
+                 ) -> list[dict[str, Any]]:
+        """The best matches as table rows, in rank order, each with its BM25 ``score``: the ``limit`` after the
+        ``offset`` best (the index ranks ``offset + limit``; only the page's rows are read)."""
+        scores = {hit.memory_id: hit.score for hit in self.search(where, query, offset + limit)[offset:]}
         return [row | {"score": scores[row["memory_id"]]} for row in memories_in_order(conn, list(scores))]
 
     def drop_snapshots_before(self, position: int) -> int:

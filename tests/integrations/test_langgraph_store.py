@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from langgraph.store.base import GetOp, InvalidNamespaceError, Item, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 from langgraph.store.memory import InMemoryStore
 from memoryd_sdk import AsyncMemorydServer, MemorydConsole, MemorydServer
-from memoryd_sdk.integrations.langgraph import MemorydStore, StoreLimitError
+from memoryd_sdk.integrations.langgraph import MemorydStore
 
 from tests.helpers import LiveServer, present
 
@@ -246,10 +246,36 @@ def test_abatch_over_the_async_client_answers_as_batch(live_server: LiveServer, 
     asyncio.run(scenario())
 
 
-def test_a_query_search_needs_no_listing_so_a_full_scope_still_answers_it(fresh_store: Any) -> None:
-    store = fresh_store()
-    store.batch([PutOp(("bulk", str(part)), f"k{n}", {"text": f"filler {n}"}) for part in range(2) for n in range(100)])
-    store.put(("notes",), "needle", {"text": "the rare word zanzibar"})
-    assert [hit.key for hit in store.search(("notes",), query="zanzibar")] == ["needle"]
-    with pytest.raises(StoreLimitError):  # an unranked read would be a part of the scope: refused
-        store.list_namespaces()
+def test_a_scope_of_many_pages_reads_as_the_reference_store_reads_it(live_server: LiveServer, user: dict[str, str],
+                                                                     fresh_store: Any) -> None:
+    """More memories than one list page (200) or one search page (50): every read still sees all of them."""
+    store, reference = fresh_store(), InMemoryStore()
+    puts = [PutOp(("bulk", str(n % 3)), f"k{n}", {"text": "needle " + "hay " * (n % 7), "n": n % 4}) for n in range(260)]
+    puts += [PutOp(("other",), f"k{n}", {"text": "needle elsewhere", "n": n % 4}) for n in range(5)]
+    store.batch(puts)  # one append
+    reference.batch(puts)
+    for op in (ListNamespacesOp(), ListNamespacesOp(max_depth=1), ListNamespacesOp(limit=2, offset=1),
+               ListNamespacesOp((MatchCondition("prefix", ("bulk", "*")),))):
+        assert store.batch([op]) == reference.batch([op]), op
+
+    def walk(namespace: tuple[str, ...], **options: Any) -> list[Any]:
+        """Every page of a search, 60 items a page, by offset."""
+        return [each for offset in range(0, 300, 60) for each in seen(store.search(namespace, limit=60, offset=offset,
+                                                                                   **options))]
+
+    everything = sorted(map(canonical, seen(reference.search(("bulk",), limit=1000))))
+    assert len(everything) == 260 and sorted(map(canonical, walk(("bulk",)))) == everything
+    assert sorted(map(canonical, walk(("bulk",), filter={"n": 2}))) == sorted(
+        map(canonical, seen(reference.search(("bulk",), filter={"n": 2}, limit=1000))))
+    assert sorted(map(canonical, walk(("bulk",), query="needle"))) == everything  # past memoryd's first 50 hits
+    deep = store.search(("bulk",), query="needle", limit=30, offset=200)
+    assert len(deep) == 30 and all(hit.namespace[0] == "bulk" for hit in deep)
+    assert [hit.score for hit in deep] == sorted((hit.score for hit in deep), reverse=True)
+    assert store.search(("bulk",), query="needle", offset=260) == []
+
+    async def listed_async() -> list[tuple[str, ...]]:
+        async with AsyncMemorydServer(live_server.base_url, token=user["token"]) as client:
+            paged = MemorydStore(store.server, client, scope=store.scope, scope_id=store.scope_id)
+            return await paged.alist_namespaces()
+
+    assert asyncio.run(listed_async()) == reference.list_namespaces()

@@ -59,6 +59,8 @@ REFERENCE: dict[tuple[str, str], list[tuple[str, Any, Any]]] = {
 }
 # What memoryd adds to them, after the reference's own and keyword-only, so reference calls run unchanged
 EXTENSIONS: dict[tuple[str, str], list[tuple[str, Any, Any]]] = {
+    ("server", "list_memories"): [("after", KW, "")],
+    ("server", "search_memories"): [("offset", KW, 0)],
     ("console", "list_memories"): [("as_of", KW, None), ("offset", KW, 0)],
     ("console", "search_memories"): [("as_of", KW, None)],
     ("console", "get_memory"): [("as_of", KW, None)],
@@ -330,6 +332,22 @@ def test_the_console_reads_send_as_of_only_when_given() -> None:
     assert [request.url.params["as_of"] for request in seen] == ["7", "8", "9"]
 
 
+def test_the_iterators_read_every_page_of_the_list_and_of_a_search(app: Flask, tokens: dict[str, str]) -> None:
+    with MemorydServer("http://memoryd", token=tokens["user"], httpx_client=wsgi_client(app)) as server:
+        server.write_memories([{"action": "save", "name": f"note_{number}", "content": "needle " * (number % 3 + 1),
+                                "description": "d", "scope": "user"} for number in range(7)])
+        whole = server.list_memories(scope="user", limit=200)
+        first = server.list_memories(scope="user", limit=3)
+        assert whole.next_after is None and first.next_after is not None
+        second = server.list_memories(scope="user", limit=3, after=first.next_after)
+        assert [m.name for m in [*first, *second]] == [m.name for m in whole][:6]
+        assert [m.name for m in server.iter_memories(scope="user", page=3)] == [m.name for m in whole]
+        ranked = server.search_memories("needle", scope="user", limit=50)
+        assert [m.name for m in server.search_memories("needle", scope="user", limit=2, offset=2)] == \
+            [m.name for m in ranked][2:4]
+        assert [m.name for m in server.iter_search_memories("needle", scope="user", page=2)] == [m.name for m in ranked]
+
+
 @pytest.mark.postgres
 def test_a_save_then_a_list_finds_it_while_workers_lag(built_postgres: Callable[..., Services], redis_url: str) -> None:
     services = built_postgres(redis_url, write_wait_ms=0)  # the save answers before its projection
@@ -430,6 +448,8 @@ def test_the_async_clients_do_the_same_against_a_live_server(live_server: LiveSe
             found = await server.get_memory("async_note", scope="user")
             assert found.memory_id == saved.memory_id and found["content"] == "from asyncio"
             assert [m.name for m in await server.search_memories("asyncio", scope="user")] == ["async_note"]
+            assert [m.name async for m in server.iter_memories(scope="user", page=1)] == ["async_note"]
+            assert [m.name async for m in server.iter_search_memories("asyncio", scope="user")] == ["async_note"]
             assert (await server.delete_memory("async_note", scope="user")).status == "ok"
         async with AsyncMemorydConsole(live_server.base_url, token=live_server.admin_token) as console:
             records = [record async for record in console.iter_audit(actor=caller["user_id"], page=1)]

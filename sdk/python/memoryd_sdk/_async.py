@@ -60,8 +60,22 @@ class AsyncMemorydServer(_Client):
     """The public memory API, with the reference SDK's method names and parameters."""
 
     async def list_memories(self, *, mem_type: str = "", scope: str = "", scope_id: str = "",
-                      limit: int = 100) -> models.ListMemoriesResponse:
-        return await self._transport.send(calls.list_memories(mem_type, scope, scope_id, limit))
+                      limit: int = 100, after: str = "") -> models.ListMemoriesResponse:
+        """A page of the list, newest first; ``after`` is the previous page's ``next_after`` (None on the last)."""
+        return await self._transport.send(calls.list_memories(mem_type, scope, scope_id, limit, after))
+
+    async def iter_memories(self, *, mem_type: str = "", scope: str = "", scope_id: str = "",
+                      page: int = 200) -> AsyncIterator[models.MemoryInfo]:
+        """Every memory of the list, newest first, fetched ``page`` at a time. Writes meanwhile move what they
+        touch to the front: it may be met again, or not at all; every other memory is met once."""
+        after = ""
+        while True:
+            found = await self._transport.send(calls.list_memories(mem_type, scope, scope_id, page, after))
+            for memory in found.memories:
+                yield memory
+            if found.next_after is None:
+                return
+            after = found.next_after
 
     async def save_memory(self, name: str, content: str, *, description: str, mem_type: str | None = "general",
                     scope: str = "global", scope_id: str = "") -> models.MemoryInfo:
@@ -69,8 +83,22 @@ class AsyncMemorydServer(_Client):
         return await self._transport.send(calls.save_memory(name, content, description, mem_type, scope, scope_id))
 
     async def search_memories(self, query: str, *, mem_type: str = "", scope: str = "", scope_id: str = "",
-                        limit: int = 20) -> models.ListMemoriesResponse:
-        return await self._transport.send(calls.search_memories(query, mem_type, scope, scope_id, limit))
+                        limit: int = 20, offset: int = 0) -> models.ListMemoriesResponse:
+        """The ``limit`` best hits after the ``offset`` best (``offset`` at most 10,000)."""
+        return await self._transport.send(calls.search_memories(query, mem_type, scope, scope_id, limit, offset))
+
+    async def iter_search_memories(self, query: str, *, mem_type: str = "", scope: str = "", scope_id: str = "",
+                             page: int = 50) -> AsyncIterator[models.MemoryInfo]:
+        """Every hit, best first, fetched ``page`` at a time by offset, as deep as the offset cap allows (10,000
+        and one page). Each page is ranked when it is read: a write meanwhile may shift a hit across pages."""
+        offset = 0
+        while True:
+            found = await self._transport.send(calls.search_memories(query, mem_type, scope, scope_id, page, offset))
+            for memory in found.memories:
+                yield memory
+            offset += page
+            if len(found.memories) < page or offset > calls.SEARCH_OFFSET_CAP:
+                return
 
     async def get_memory(self, name: str, *, scope: str = "global", scope_id: str = "") -> models.MemoryInfo:
         return await self._transport.send(calls.get_memory(name, scope, scope_id))

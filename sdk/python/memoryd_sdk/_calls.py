@@ -13,6 +13,7 @@ from memoryd_sdk import models
 
 T = TypeVar("T")
 _WHITESPACE = re.compile(r"\s+")
+SEARCH_OFFSET_CAP = 10_000  # the server's: the deepest offset a search takes
 
 
 @dataclass(frozen=True)
@@ -67,9 +68,9 @@ def description_of(description: str) -> str:
 # -- the public memory API ---------------------------------------------------------------
 
 
-def list_memories(mem_type: str, scope: str, scope_id: str, limit: int) -> Call[models.ListMemoriesResponse]:
+def list_memories(mem_type: str, scope: str, scope_id: str, limit: int, after: str) -> Call[models.ListMemoriesResponse]:
     return Call("GET", "/v1/api/memories", models.ListMemoriesResponse,
-                _given(type=mem_type, scope=scope, scope_id=scope_id) | {"limit": limit}, read=True)
+                _given(type=mem_type, scope=scope, scope_id=scope_id, after=after) | {"limit": limit}, read=True)
 
 
 def save_memory(name: str, content: str, description: str, mem_type: str | None, scope: str,
@@ -82,8 +83,10 @@ def save_memory(name: str, content: str, description: str, mem_type: str | None,
     return Call("POST", "/v1/api/memories", models.MemoryInfo, json=body)
 
 
-def search_memories(query: str, mem_type: str, scope: str, scope_id: str, limit: int) -> Call[models.ListMemoriesResponse]:
-    body = {"query": query, "limit": limit} | _given(type=mem_type, scope=scope, scope_id=scope_id)
+def search_memories(query: str, mem_type: str, scope: str, scope_id: str, limit: int,
+                    offset: int) -> Call[models.ListMemoriesResponse]:
+    body = {"query": query, "limit": limit} | _given(type=mem_type, scope=scope, scope_id=scope_id) | (
+        {"offset": offset} if offset else {})
     return Call("POST", "/v1/api/memories/search", models.ListMemoriesResponse, json=body, read=True)
 
 

@@ -53,6 +53,7 @@ AdminMemoryInfo = MemoryInfo
 class ListMemoriesResponse(Model):
     memories: list[MemoryInfo]
     total: int = 0
+    next_after: str | None = None  # the public list's: pass as ``after`` for the next page (None: the last page)
 
     def __iter__(self) -> Iterator[MemoryInfo]:  # type: ignore[override]  # iterate the memories, not the fields
         return iter(self.memories)

@@ -35,6 +35,7 @@ RENAMES = [
     ("-> Iterator[", "-> AsyncIterator["),
     ("            yield from found.records", "            for record in found.records:\n                yield record"),
     ("            yield from found.events", "            for event in found.events:\n                yield event"),
+    ("            yield from found.memories", "            for memory in found.memories:\n                yield memory"),
     ("    def close(self) -> None:\n        self._transport.close()",
      "    async def aclose(self) -> None:\n        await self._transport.close()"),
     ("    def __enter__(self) -> Any:", "    async def __aenter__(self) -> Any:"),

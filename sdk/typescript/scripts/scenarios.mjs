@@ -18,10 +18,27 @@ const listing = (a) => ({ type: a.mem_type, scope: a.scope, scope_id: a.scope_id
 const CALLS = {
   save_memory: (c, a) => c.saveMemory({ name: a.name, content: a.content, description: a.description,
                                         type: "mem_type" in a ? a.mem_type : "general", scope: a.scope, scope_id: a.scope_id }),
-  list_memories: (c, a) => c.listMemories(listing(a)),
+  list_memories: (c, a) => (c instanceof MemorydConsole ? c.listMemories(listing(a))
+                                                        : c.listMemories({ ...listing(a), after: a.after })),
+  iter_memories: async (c, a) => {
+    const memories = [];
+    for await (const memory of c.iterMemories({ type: a.mem_type, scope: a.scope, scope_id: a.scope_id, page: a.page })) {
+      memories.push(memory);
+    }
+    return memories;
+  },
+  iter_search_memories: async (c, a) => {
+    const memories = [];
+    for await (const memory of c.iterSearchMemories({ query: a.query, type: a.mem_type, scope: a.scope,
+                                                      scope_id: a.scope_id, page: a.page })) {
+      memories.push(memory);
+    }
+    return memories;
+  },
   write_memories: (c, a) => c.writeMemories(a.writes),
   search_memories: (c, a) => (c instanceof MemorydConsole ? c.searchMemories({ q: a.query, ...listing(a) })
-                                                          : c.searchMemories({ query: a.query, ...listing(a) })),
+                                                          : c.searchMemories({ query: a.query, offset: a.offset,
+                                                                               ...listing(a) })),
   get_memory: (c, a) => (c instanceof MemorydConsole ? c.getMemory(a.memory_id, { as_of: a.as_of })
                                                      : c.getMemory(a.name, { scope: a.scope, scope_id: a.scope_id })),
   delete_memory: (c, a) => (c instanceof MemorydConsole ? c.deleteMemory(a.memory_id)

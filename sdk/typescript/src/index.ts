@@ -13,7 +13,7 @@ export type {
 export type { OpenSessionRequest } from "./client.js";
 export { MemorydAPIError, MemorydConnectionError } from "./errors.js";
 export { MemorydServer, normalizeMemoryDescription } from "./server.js";
-export type { ListOptions, SaveMemoryRequest, ScopeOptions, SearchOptions } from "./server.js";
+export type { IterOptions, ListOptions, MemoryListOptions, SaveMemoryRequest, ScopeOptions, SearchOptions } from "./server.js";
 export { Session } from "./session.js";
 export type { SignalRequest, ToolCall } from "./session.js";
 export type { ClientOptions, Fetch } from "./transport.js";

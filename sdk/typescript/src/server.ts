@@ -25,9 +25,25 @@ export interface SaveMemoryRequest extends ScopeOptions {
   type?: string | null;
 }
 
+/** A page of the public list: `after` is the previous page's `next_after` ('' or left out: the first page). */
+export interface MemoryListOptions extends ListOptions {
+  after?: string;
+}
+
 export interface SearchOptions extends ListOptions {
   query: string;
+  /** Hits to skip: the next page is at `offset + limit` (at most 10,000). */
+  offset?: number;
 }
+
+/** Every page of the list or of a search: `page` memories fetched per request. */
+export interface IterOptions extends ScopeOptions {
+  type?: string;
+  page?: number;
+}
+
+/** The server's deepest search offset. */
+const SEARCH_OFFSET_CAP = 10_000;
 
 /**
  * Whitespace runs become one space, trimmed; an empty one is refused here. Nothing else: the server's rule, as its
@@ -41,11 +57,27 @@ export function normalizeMemoryDescription(description: string): string {
 }
 
 export class MemorydServer extends Client {
-  listMemories(options: ListOptions = {}): Promise<ListMemoriesResponse> {
+  /** A page of the list, newest first; its `next_after` names the next page (null on the last). */
+  listMemories(options: MemoryListOptions = {}): Promise<ListMemoriesResponse> {
     return this.transport.send({
       method: "GET", path: MEMORIES, read: true,
-      query: { ...given({ type: options.type, scope: options.scope, scope_id: options.scope_id }), limit: options.limit ?? 100 },
+      query: { ...given({ type: options.type, scope: options.scope, scope_id: options.scope_id, after: options.after }),
+               limit: options.limit ?? 100 },
     });
+  }
+
+  /**
+   * Every memory of the list, newest first, fetched `page` (200) at a time. Writes meanwhile move what they touch to
+   * the front: it may be met again, or not at all; every other memory is met once.
+   */
+  async *iterMemories(options: IterOptions = {}): AsyncGenerator<MemoryInfo> {
+    let after = "";
+    for (;;) {
+      const found = await this.listMemories({ ...options, limit: options.page ?? 200, after });
+      yield* found.memories;
+      if (found.next_after === null || found.next_after === undefined) return;
+      after = found.next_after;
+    }
   }
 
   async saveMemory(request: SaveMemoryRequest): Promise<MemoryInfo> {
@@ -58,12 +90,27 @@ export class MemorydServer extends Client {
     return this.transport.send({ method: "POST", path: MEMORIES, body });
   }
 
+  /** The `limit` best hits after the `offset` best. */
   searchMemories(options: SearchOptions): Promise<ListMemoriesResponse> {
     return this.transport.send({
       method: "POST", path: `${MEMORIES}/search`, read: true,
       body: { query: options.query, limit: options.limit ?? 20,
-              ...given({ type: options.type, scope: options.scope, scope_id: options.scope_id }) },
+              ...given({ type: options.type, scope: options.scope, scope_id: options.scope_id }),
+              ...(options.offset ? { offset: options.offset } : {}) },
     });
+  }
+
+  /**
+   * Every hit, best first, fetched `page` (50) at a time by offset, as deep as the offset cap allows. Each page is
+   * ranked when it is read: a write meanwhile may shift a hit across pages.
+   */
+  async *iterSearchMemories(options: IterOptions & { query: string }): AsyncGenerator<MemoryInfo> {
+    const page = options.page ?? 50;
+    for (let offset = 0; offset <= SEARCH_OFFSET_CAP; offset += page) {
+      const found = await this.searchMemories({ ...options, limit: page, offset });
+      yield* found.memories;
+      if (found.memories.length < page) return;
+    }
   }
 
   /**

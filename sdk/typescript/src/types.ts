@@ -42,6 +42,8 @@ export interface WriteResult {
 export interface ListMemoriesResponse {
   memories: MemoryInfo[];
   total: number;
+  /** The public list's: pass as `after` for the next page (null on the last page). */
+  next_after?: string | null;
 }
 
 export interface StatusResponse {

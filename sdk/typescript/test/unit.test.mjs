@@ -42,6 +42,25 @@ test("the reference methods send the reference requests", async () => {
   assert.equal(calls.at(-1).url.search, "?q=deploy&limit=5");
 });
 
+test("the iterators follow next_after through the list and offset through a search", async () => {
+  const { calls, fetch } = recording(
+    json(200, { memories: [MEMORY, MEMORY], total: 2, next_after: "c1" }),
+    json(200, { memories: [MEMORY], total: 1, next_after: null }),
+    json(200, { memories: [MEMORY, MEMORY], total: 2 }),
+    json(200, { memories: [MEMORY], total: 1 }));
+  const server = new MemorydServer({ baseUrl: "http://memoryd", fetch });
+  const listed = [];
+  for await (const memory of server.iterMemories({ scope: "user", page: 2 })) listed.push(memory);
+  const found = [];
+  for await (const memory of server.iterSearchMemories({ query: "deploy", page: 2 })) found.push(memory);
+  assert.equal(listed.length, 3);
+  assert.equal(found.length, 3);
+  assert.deepEqual(calls.slice(0, 2).map((call) => call.url.search),
+                   ["?scope=user&limit=2", "?scope=user&after=c1&limit=2"]);
+  assert.deepEqual(calls.slice(2).map((call) => JSON.parse(call.init.body)),
+                   [{ query: "deploy", limit: 2 }, { query: "deploy", limit: 2, offset: 2 }]);
+});
+
 test("the console's reads send as_of only when given", async () => {
   const { calls, fetch } = recording(json(200, { memories: [MEMORY], total: 1 }));
   const console = new MemorydConsole({ baseUrl: "http://memoryd", fetch });

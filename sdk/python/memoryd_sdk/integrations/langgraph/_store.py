@@ -2,7 +2,9 @@
 
 A batch keeps the reference store's rules: every read in it sees the state before it (the reads run
 first), the last put per key wins, a ``None`` value deletes, and its writes are ONE append
-(``POST /v1/api/memories/batch``): all of them or none.
+(``POST /v1/api/memories/batch``): all of them or none. Namespaces and unranked searches read every page
+of the scope's list; a search with a query reads memoryd's ranking page by page until each of its
+operations has its ``offset + limit`` items (or the ranking ends).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import takewhile
 from typing import Any
 
 from langgraph.store.base import (
@@ -27,18 +30,20 @@ from langgraph.store.base import (
 )
 
 from memoryd_sdk._async import AsyncMemorydServer
+from memoryd_sdk._calls import SEARCH_OFFSET_CAP
 from memoryd_sdk._sync import MemorydServer
 from memoryd_sdk.errors import NotFoundError
 from memoryd_sdk.integrations.langgraph._codec import DESCRIPTION, admits, content_of, item_of, matches, name_of, plain
-from memoryd_sdk.models import ListMemoriesResponse, MemoryInfo
+from memoryd_sdk.models import MemoryInfo
 
-LIST_LIMIT = 200  # the most memories memoryd's list answers at once
-SEARCH_LIMIT = 50  # the most hits memoryd's search answers at once
+LIST_PAGE = 200  # the most memories memoryd's list answers at once
+SEARCH_PAGE = 50  # the most hits memoryd's search answers at once
+DEEPEST_HIT = SEARCH_OFFSET_CAP + SEARCH_PAGE  # memoryd ranks no deeper
 
 
 class StoreLimitError(RuntimeError):
-    """The memoryd scope holds more memories than one list answers, so namespaces and unranked searches
-    could not be complete: this store refuses rather than answer a part."""
+    """A search with a query needs hits past the deepest memoryd ranks (its offset cap and a page, 10,050):
+    this store refuses rather than answer a part."""
 
 
 @dataclass
@@ -47,7 +52,7 @@ class _Plan:
 
     ops: list[Op]
     gets: dict[tuple[tuple[str, ...], str], None] = field(default_factory=dict)
-    queries: dict[str, None] = field(default_factory=dict)
+    queries: dict[str, list[SearchOp]] = field(default_factory=dict)  # the searches of each query
     lists: bool = False
     puts: dict[tuple[tuple[str, ...], str], PutOp] = field(default_factory=dict)
 
@@ -59,7 +64,7 @@ class _Plan:
             if isinstance(op, GetOp):
                 plan.gets[(op.namespace, op.key)] = None
             elif isinstance(op, SearchOp) and op.query:  # ranked by memoryd: its hits, no listing
-                plan.queries[op.query] = None
+                plan.queries.setdefault(op.query, []).append(op)
             elif isinstance(op, SearchOp):
                 plan.lists = True
             elif isinstance(op, ListNamespacesOp):
@@ -86,6 +91,40 @@ class _Plan:
         return results
 
 
+@dataclass
+class _Ranked:
+    """A query's hits as memoryd's pages give them, best first, each memory once (a write between two pages may
+    shift a hit onto the next one: its first place is kept), and how many of them each of its searches keeps."""
+
+    searches: list[SearchOp]
+    items: list[SearchItem] = field(default_factory=list)
+    read: int = 0
+    seen: set[str] = field(default_factory=set)
+    kept: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.kept = [0] * len(self.searches)
+
+    def add(self, memory: MemoryInfo) -> bool:
+        """Take one hit; True at the end of a page once every search is answered (reading may stop there)."""
+        self.read += 1
+        if memory.memory_id not in self.seen and (item := item_of(memory)) is not None:
+            self.seen.add(memory.memory_id)
+            self.items.append(item)
+            self.kept = [count + _keeps(op, item) for op, count in zip(self.searches, self.kept)]
+        return self.read % SEARCH_PAGE == 0 and self.answered()
+
+    def answered(self) -> bool:
+        return all(count >= op.offset + op.limit for op, count in zip(self.searches, self.kept))
+
+    def complete(self) -> list[SearchItem]:
+        """The hits, unless memoryd stopped ranking before they answer every search."""
+        if self.read >= DEEPEST_HIT and not self.answered():
+            raise StoreLimitError(f"a search with a query needs hits past the {DEEPEST_HIT:,} best, deeper than "
+                                  "memoryd ranks: narrow the query, or lower offset")
+        return self.items
+
+
 def _refuse_unsupported(op: PutOp) -> None:
     """What ``BaseStore.put`` checks, checked for puts given to ``batch`` directly too; and what memoryd cannot keep."""
     if not op.namespace:
@@ -100,11 +139,23 @@ def _refuse_unsupported(op: PutOp) -> None:
                                   "BM25 (put without index, or index=False)")
 
 
-def _search(op: SearchOp, candidates: list[SearchItem]) -> list[SearchItem]:
+def _items(memories: list[MemoryInfo]) -> list[SearchItem]:
+    """The items of the memories a walk of the list met, newest first, each once (its last copy: the newest)."""
+    latest = {memory.memory_id: memory for memory in memories}
+    items = [item for item in map(item_of, latest.values()) if item is not None]
+    items.sort(key=lambda item: (item.namespace, item.key))
+    items.sort(key=lambda item: item.updated_at, reverse=True)  # newest first; ties by namespace and key
+    return items
+
+
+def _keeps(op: SearchOp, item: SearchItem) -> bool:
     prefix = tuple(op.namespace_prefix)
-    kept = [item for item in candidates if item.namespace[:len(prefix)] == prefix
-            and all(admits(item.value.get(name), wanted) for name, wanted in (op.filter or {}).items())]
-    return kept[op.offset:op.offset + op.limit]
+    return item.namespace[:len(prefix)] == prefix and all(
+        admits(item.value.get(name), wanted) for name, wanted in (op.filter or {}).items())
+
+
+def _search(op: SearchOp, candidates: list[SearchItem]) -> list[SearchItem]:
+    return [item for item in candidates if _keeps(op, item)][op.offset:op.offset + op.limit]
 
 
 def _namespaces(op: ListNamespacesOp, listed: list[SearchItem]) -> list[tuple[str, ...]]:
@@ -133,10 +184,8 @@ class MemorydStore(BaseStore):
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         plan = _Plan.of(ops)
         found = {pair: self._get(*pair) for pair in plan.gets}
-        listed = self._listed(self.server.list_memories(scope=self.scope, scope_id=self.scope_id, limit=LIST_LIMIT)
-                              ) if plan.lists else []
-        hits = {query: self._hits(self.server.search_memories(query, scope=self.scope, scope_id=self.scope_id,
-                                                              limit=SEARCH_LIMIT)) for query in plan.queries}
+        listed = self._listed() if plan.lists else []
+        hits = {query: self._hits(plan, query) for query in plan.queries}
         results = plan.answer(found, listed, hits)
         if plan.puts:
             self.server.write_memories(self._writes(plan))
@@ -150,13 +199,10 @@ class MemorydStore(BaseStore):
         pairs = list(plan.gets)
         items, listings, searched = await asyncio.gather(
             asyncio.gather(*(self._aget(server, *pair) for pair in pairs)),
-            asyncio.gather(*([server.list_memories(scope=self.scope, scope_id=self.scope_id, limit=LIST_LIMIT)]
-                             if plan.lists else [])),
-            asyncio.gather(*(server.search_memories(query, scope=self.scope, scope_id=self.scope_id, limit=SEARCH_LIMIT)
-                             for query in plan.queries)))
-        listed = self._listed(listings[0]) if listings else []
-        results = plan.answer(dict(zip(pairs, items)), listed,
-                              {query: self._hits(answer) for query, answer in zip(plan.queries, searched)})
+            asyncio.gather(*([self._alisted(server)] if plan.lists else [])),
+            asyncio.gather(*(self._ahits(server, plan, query) for query in plan.queries)))
+        listed = listings[0] if listings else []
+        results = plan.answer(dict(zip(pairs, items)), listed, dict(zip(plan.queries, searched)))
         if plan.puts:
             await server.write_memories(self._writes(plan))
         return results
@@ -179,19 +225,43 @@ class MemorydStore(BaseStore):
         item = item_of(memory)
         return None if item is None else plain(item)
 
-    @staticmethod
-    def _listed(answer: ListMemoriesResponse) -> list[SearchItem]:
-        if len(answer.memories) >= LIST_LIMIT:
-            raise StoreLimitError(f"the memoryd scope holds {LIST_LIMIT} memories or more, more than one list "
-                                  "answers: list_namespaces and searches without a query would be incomplete")
-        items = [item for item in map(item_of, answer.memories) if item is not None]
-        items.sort(key=lambda item: (item.namespace, item.key))
-        items.sort(key=lambda item: item.updated_at, reverse=True)  # newest first; ties by namespace and key
-        return items
+    def _listed(self) -> list[SearchItem]:
+        """The items of every page of the list. A write during a walk of several pages moves what it touches to
+        the front, which the walk has passed; so such a walk is followed by a read of the front, down to the
+        newest memory the walk began with: every item is met, as it was before the batch or as a write during
+        the walk left it. (Memories of that memory's second are read again: a write in the same second sorts
+        among them.)"""
+        memories = list(self.server.iter_memories(scope=self.scope, scope_id=self.scope_id, page=LIST_PAGE))
+        if len(memories) > LIST_PAGE:
+            memories += takewhile(lambda memory: memory.updated >= memories[0].updated, self.server.iter_memories(
+                scope=self.scope, scope_id=self.scope_id, page=LIST_PAGE))
+        return _items(memories)
 
-    @staticmethod
-    def _hits(answer: ListMemoriesResponse) -> list[SearchItem]:
-        return [item for item in map(item_of, answer.memories) if item is not None]
+    async def _alisted(self, server: AsyncMemorydServer) -> list[SearchItem]:
+        memories = [memory async for memory in server.iter_memories(scope=self.scope, scope_id=self.scope_id,
+                                                                    page=LIST_PAGE)]
+        if len(memories) > LIST_PAGE:
+            async for memory in server.iter_memories(scope=self.scope, scope_id=self.scope_id, page=LIST_PAGE):
+                if memory.updated < memories[0].updated:
+                    break
+                memories.append(memory)
+        return _items(memories)
+
+    def _hits(self, plan: _Plan, query: str) -> list[SearchItem]:
+        ranked = _Ranked(plan.queries[query])
+        for memory in self.server.iter_search_memories(query, scope=self.scope, scope_id=self.scope_id,
+                                                       page=SEARCH_PAGE):
+            if ranked.add(memory):
+                break
+        return ranked.complete()
+
+    async def _ahits(self, server: AsyncMemorydServer, plan: _Plan, query: str) -> list[SearchItem]:
+        ranked = _Ranked(plan.queries[query])
+        async for memory in server.iter_search_memories(query, scope=self.scope, scope_id=self.scope_id,
+                                                        page=SEARCH_PAGE):
+            if ranked.add(memory):
+                break
+        return ranked.complete()
 
     def _writes(self, plan: _Plan) -> list[dict[str, Any]]:
         scope = {"scope": self.scope} | ({"scope_id": self.scope_id} if self.scope_id else {})

@@ -1,0 +1,115 @@
+"""The vectors one process holds in memory for the semantic channel: a float32 matrix, a row per memory.
+
+Filled from ``memory_vectors`` and kept current incrementally: rows are written with their checkpoint in one
+transaction and carry the position of the event they were made from, so what changed since the last look is what
+lies past the checkpoint then seen; what went (deleted or erased memories) is found by the list of ids, read only
+when the checkpoint or the newest erasure moved. A checkpoint that went back (a rebuild) reloads everything.
+Memory: ``dimension * 4`` bytes per memory (384 dimensions: 1.5 KiB; 10,000 memories about 15 MiB, 100,000 about
+150 MiB) plus an id and a dict entry each, and up to twice that while the matrix grows.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable
+
+import numpy as np
+from sqlalchemy import Connection, select
+
+from events.erasure import newest_erasure
+from memoryd.embeddings.embedder import Vectors
+from memoryd.storage.db import Database
+from memoryd.storage.schema import memory_vectors, projection_checkpoints
+from projections.vectors import VectorProjection, from_bytes
+
+STALE_SECONDS = 0.5  # how long a search may use the matrix before looking at the table again
+
+
+class VectorIndex:
+    def __init__(self, database: Database, projection: VectorProjection, stale_seconds: float = STALE_SECONDS) -> None:
+        self.database, self.model, self.name = database, projection.model, projection.name
+        self.dimension = projection.embedder.dimension
+        self.stale_seconds = stale_seconds
+        self._lock = threading.Lock()
+        self._matrix = np.zeros((0, self.dimension), dtype=np.float32)
+        self._ids: list[str] = []
+        self._row_of: dict[str, int] = {}
+        self._seen: tuple[int, int] | None = None  # (checkpoint, newest erasure) the matrix reflects
+        self._looked = -float("inf")
+
+    def similarities(self, query: Vectors, memory_ids: Iterable[str]) -> dict[str, float]:
+        """Cosine similarity of ``query`` (one unit vector of this model) with each of ``memory_ids`` that has a
+        vector; a memory without one (not embedded yet, or gone) is left out: BM25 alone finds it."""
+        if time.monotonic() - self._looked >= self.stale_seconds:
+            self.refresh()
+        with self._lock:
+            found = [(memory_id, row) for memory_id in memory_ids if (row := self._row_of.get(memory_id)) is not None]
+            if not found:
+                return {}
+            scores = self._matrix[[row for _, row in found]] @ np.asarray(query, dtype=np.float32).reshape(-1)
+        return {memory_id: float(score) for (memory_id, _), score in zip(found, scores, strict=True)}
+
+    def holding(self, memory_ids: Iterable[str]) -> list[str]:
+        """Which of ``memory_ids`` this process holds a vector of, after a fresh look at the table."""
+        self.refresh()
+        with self._lock:
+            return [memory_id for memory_id in memory_ids if memory_id in self._row_of]
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def refresh(self) -> None:
+        """Bring the matrix to the table's state."""
+        with self._lock, self.database.consistent_read() as conn:
+            self._looked = time.monotonic()
+            checkpoint = int(conn.execute(select(projection_checkpoints.c.position)
+                                          .where(projection_checkpoints.c.name == self.name)).scalar() or 0)
+            seen = (checkpoint, newest_erasure(conn))
+            if seen == self._seen:
+                return
+            if self._seen is None or checkpoint < self._seen[0]:  # first look, or rebuilt: everything again
+                self._matrix, self._ids, self._row_of = np.zeros((0, self.dimension), dtype=np.float32), [], {}
+                after = -1
+            else:
+                after = self._seen[0]
+            self._remove_gone(conn)
+            self._load_after(conn, after)
+            self._seen = seen
+
+    def _remove_gone(self, conn: Connection) -> None:
+        if not self._ids:
+            return
+        present = set(conn.execute(select(memory_vectors.c.memory_id).where(memory_vectors.c.model == self.model))
+                      .scalars())
+        for memory_id in [memory_id for memory_id in self._ids if memory_id not in present]:
+            self._remove(memory_id)
+
+    def _load_after(self, conn: Connection, position: int) -> None:
+        rows = conn.execute(select(memory_vectors.c.memory_id, memory_vectors.c.vector)
+                            .where(memory_vectors.c.model == self.model, memory_vectors.c.position > position))
+        for memory_id, data in rows:
+            vector = from_bytes(data)
+            if (row := self._row_of.get(memory_id)) is None:
+                row = self._append(memory_id)
+            self._matrix[row] = vector
+
+    def _append(self, memory_id: str) -> int:
+        row = len(self._ids)
+        if row == len(self._matrix):  # grow by doubling: appends cost O(1) amortised
+            grown = np.zeros((max(16, 2 * row), self.dimension), dtype=np.float32)
+            grown[:row] = self._matrix[:row]
+            self._matrix = grown
+        self._ids.append(memory_id)
+        self._row_of[memory_id] = row
+        return row
+
+    def _remove(self, memory_id: str) -> None:
+        """The last row moves into the removed one's place."""
+        row, last = self._row_of.pop(memory_id), len(self._ids) - 1
+        moved = self._ids.pop()
+        if row != last:
+            self._ids[row] = moved
+            self._row_of[moved] = row
+            self._matrix[row] = self._matrix[last]
+        self._matrix[last] = 0
