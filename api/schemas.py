@@ -31,6 +31,7 @@ from memoryd.kernel.text import checked_identifier
 _WHOLE_NUMBER = re.compile(r"[+-]?[0-9]{1,19}")  # ASCII digits only: int() would also take "²" or "٣"
 _INT64 = range(-(2**63), 2**63)
 MAX_SEARCH_OFFSET = 10_000  # deep pages rank the top offset + limit each: bounded, as Elasticsearch bounds them
+MAX_LIST_OFFSET = 10_000  # the admin list's deepest page reads offset + limit rows: past it, filter
 
 
 class WholeNumber(fields.Integer):
@@ -124,9 +125,6 @@ class SaveMemoryRequest(RequestSchema):
     scope_id = _text("scope_id", load_default="", metadata={"description": "workstream id; the caller's id for user"})
 
 
-MAX_OFFSET = 10_000  # a list's deepest page: past it, filter
-
-
 class EditMemoryRequest(RequestSchema):
     """An administrator's edit of one memory, by id: the fields given change, the others stay."""
 
@@ -192,11 +190,10 @@ class AdminFilterQuery(RequestSchema):
 
 class AdminListQuery(AdminFilterQuery):
     limit = _limit(100)
-    offset = WholeNumber(load_default=0, validate=validate.Range(0, MAX_OFFSET, error=f"offset must be between 0 and "
-                                                                                   f"{MAX_OFFSET}"),
-                         error_messages={"invalid": "offset must be an integer"},
-                         metadata={"description": "memories to skip, newest first: a page's start (a deep page "
-                                                  "costs what it skips)"})
+    offset = WholeNumber(load_default=0, validate=validate.Range(0, MAX_LIST_OFFSET, error=(
+        f"offset must be between 0 and {MAX_LIST_OFFSET}")), error_messages={
+        "invalid": "offset must be an integer", "null": "offset must be an integer"}, metadata={
+        "description": "memories to skip, newest first: a page's start (a deep page costs what it skips)"})
 
 
 class AdminSearchQuery(AdminFilterQuery):
