@@ -13,7 +13,15 @@ from typing import Any
 
 from flask import Blueprint, Response, request
 
-from api.answer_schemas import AuditPageSchema, ErasureCertificateSchema, EventPageSchema, MemoryHistorySchema, MemorySchema
+from api.answer_schemas import (
+    AuditPageSchema,
+    ChainPageSchema,
+    ErasureCertificateSchema,
+    ErasurePreviewSchema,
+    EventPageSchema,
+    MemoryHistorySchema,
+    MemorySchema,
+)
 from api.consistency import after_position
 from api.context import authorized, json_object, services, writing
 from api.idempotency import idempotent
@@ -24,16 +32,22 @@ from api.schemas import (
     AdminSearchQuery,
     AsOfQuery,
     AuditQuery,
+    ChainPageQuery,
+    EditMemoryRequest,
+    ErasurePreviewQuery,
     ErasureRequest,
     EventsQuery,
     RestoreMemoryRequest,
     load,
 )
-from commands.model import DeleteMemoryById
+from commands.model import DeleteMemoryById, SaveMemory
 from commands.restore import RestoreMemory
 from events.audit import AuditQuery as AuditFilter
 from events.audit import list_audit, memory_history
+from events.chain import GENESIS, Checkpoint
 from events.streams import stream_of
+from events.whole_log import verify_page
+from memoryd.kernel.domain import Namespace
 from memoryd.kernel.errors import NotFound, ValidationError
 from projections.as_of import list_as_of, memory_as_of, search_as_of
 from projections.filters import MemoryFilter, ScopePattern
@@ -51,13 +65,13 @@ SEARCH_LIMIT = (1, 50)
 @after_position
 def list_() -> tuple[Response, int]:
     args = load(AdminListQuery(), request.args)
-    where = _filter(args)
+    where, first = _filter(args), args["offset"]
+    last = first + _clamp(args["limit"], LIST_LIMIT)
     if (position := _as_of(args)) is not None:
         found = list_as_of(services().store, where, position)
-        return _at(memory_list([historic.row() for historic in found[:_clamp(args["limit"], LIST_LIMIT)]],
-                               total=len(found)), position)
-    with services().database.read() as conn:
-        rows = list_memories(conn, where, _clamp(args["limit"], LIST_LIMIT))
+        return _at(memory_list([historic.row() for historic in found[first:last]], total=len(found)), position)
+    with services().database.read() as conn:  # a page is the newest `last`, less the first `first`
+        rows = list_memories(conn, where, last)[first:]
         return memory_list(rows, total=count_memories(conn, where))
 
 
@@ -90,6 +104,28 @@ def get(memory_id: str) -> tuple[Response, int]:
     if row is None:
         raise NotFound("Memory not found")
     return tagged(respond(MemorySchema(), row), row["version"])
+
+
+@blueprint.patch("/memories/<memory_id>")
+@authorized("write", admin=True)
+@idempotent(lambda position: written_memory(outcome_at(position)))
+def edit(memory_id: str) -> tuple[Response, int]:
+    """Change a memory's content, description or type, in whichever scope it is; always at a version: the
+    one ``If-Match`` names, else the one read here, so an edit never revives a memory deleted meanwhile."""
+    body = load(EditMemoryRequest(), json_object())
+    with services().database.read() as conn:
+        row = get_memory(conn, memory_id)
+    if row is None:
+        raise NotFound("Memory not found")
+    version = expected_version()
+    command = SaveMemory(row["name"], _kept(body, row, "content"), _kept(body, row, "description"),
+                         _kept(body, row, "type"), Namespace(row["scope"], row["scope_id"]),
+                         row["version"] if version is None else version)
+    return written_memory(services().bus.handle(command, *writing("admin")))
+
+
+def _kept(body: dict[str, Any], row: dict[str, Any], field: str) -> str:
+    return str(row[field] if body[field] is None else body[field])
 
 
 @blueprint.delete("/memories/<memory_id>")
@@ -125,10 +161,31 @@ def restore(memory_id: str) -> tuple[Response, int]:
 @authorized("read", admin=True)
 def audit() -> tuple[Response, int]:
     args = load(AuditQuery(), request.args)
+    if since := args.pop("since").strip():
+        args["after"] = max(args["after"], services().store.position_at(_moment(since, "since")))
     with services().database.read() as conn:
         records = list_audit(conn, AuditFilter(**args))
     next_after = records[-1].position if records else args["after"]
     return respond(AuditPageSchema(), {"records": [record.to_dict() for record in records], "next_after": next_after})
+
+
+@blueprint.get("/audit/chain")
+@authorized("read", admin=True)
+def chain() -> tuple[Response, int]:
+    """One page of a walk of the hash chain, resumed from where the last one stopped (``after`` and the
+    ``hash`` it reached there): ``memoryd audit verify`` in steps a page can show, none holding the server."""
+    args = load(ChainPageQuery(), request.args)
+    digest = args["hash"].strip().lower()
+    if args["after"] > 0 and not re.fullmatch("[0-9a-f]{64}", digest):
+        raise ValidationError("hash is required after position 0: the 64 hex digits the last page reached")
+    start = Checkpoint(args["after"], digest if args["after"] > 0 else GENESIS)
+    page = verify_page(services().store, start, args["limit"])
+    verdict = page.verdict
+    broken = {"position": verdict.broken.position, "reason": verdict.broken.reason} if verdict.broken else None
+    return respond(ChainPageSchema(), {
+        "events": verdict.events, "reached": {"position": verdict.head.position, "hash": verdict.head.hash},
+        "head": {"position": page.head.position, "hash": page.head.hash}, "complete": page.complete,
+        "broken": broken})
 
 
 @blueprint.post("/erasures")
@@ -138,9 +195,20 @@ def erase() -> tuple[Response, int]:
     """Erase memories (a person's, one, a namespace's) from everything memoryd stores: 201 and a certificate;
     the same request again (nothing left to erase) runs the erasure's checks again: 200 and its certificate."""
     body = load(ErasureRequest(), json_object())
-    selector = {key: body[key] for key in ("user_id", "memory_id", "scope", "scope_id") if body[key] is not None}
-    certificate, erased_now = services().erasures.erase(selector, body["reason"], *writing("admin"))
+    certificate, erased_now = services().erasures.erase(_selector(body), body["reason"], *writing("admin"))
     return respond(ErasureCertificateSchema(), certificate, 201 if erased_now else 200)
+
+
+@blueprint.get("/erasures/preview")
+@authorized("read", admin=True)
+def preview_erasure() -> tuple[Response, int]:
+    """What an erasure with these selectors would take out now; nothing changes."""
+    return respond(ErasurePreviewSchema(), services().erasures.preview(_selector(load(ErasurePreviewQuery(),
+                                                                                       request.args))))
+
+
+def _selector(args: dict[str, Any]) -> dict[str, str]:
+    return {key: args[key] for key in ("user_id", "memory_id", "scope", "scope_id") if args[key] is not None}
 
 
 @blueprint.get("/events")
@@ -168,13 +236,17 @@ def _as_of(args: dict[str, Any]) -> int | None:
         if (position := int(text)) > head:
             raise ValidationError(f"as_of {position} is beyond the head of the log ({head})")
         return position
+    return services().store.position_at(_moment(text, "as_of", "a log position or "))
+
+
+def _moment(text: str, name: str, besides: str = "") -> dt.datetime:
+    """``text`` as an aware UTC time, else a 400 naming ``name``."""
     try:
         moment = dt.datetime.fromisoformat(text)
-        moment = (moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)).astimezone(dt.UTC)
+        return (moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)).astimezone(dt.UTC)
     except (ValueError, OverflowError):
-        raise ValidationError("as_of must be a log position or an ISO 8601 time, like 2026-12-01T10:00:00Z "
+        raise ValidationError(f"{name} must be {besides}an ISO 8601 time, like 2026-12-01T10:00:00Z "
                               "(a '+' in an offset is '%2B' in a query string)") from None
-    return services().store.position_at(moment)
 
 
 def _at(response: tuple[Response, int], position: int) -> tuple[Response, int]:

@@ -191,13 +191,49 @@ class ErasureCertificateSchema(Schema):
     free = fields.Boolean(metadata={"description": "every check found nothing of the erased memories"})
 
 
+class ErasedMemorySchema(Schema):
+    memory_id = fields.String()
+    name = fields.String()
+    scope = fields.String()
+    scope_id = fields.String()
+    type = fields.String()
+    description = fields.String()
+
+
+class ErasurePreviewSchema(Schema):
+    selector = fields.Dict(metadata={"description": "what was asked for, as an erasure would take it"})
+    memories = fields.List(fields.Nested(ErasedMemorySchema), metadata={
+        "description": "the memories it would erase, each as its newest write left it (deleted ones too)"})
+    positions = fields.List(fields.Integer(), metadata={"description": "the log events it would redact"})
+
+
+class ChainPointSchema(Schema):
+    position = fields.Integer()
+    hash = fields.String()
+
+
+class ChainBreakSchema(Schema):
+    position = fields.Integer(metadata={"description": "the first position that does not hold"})
+    reason = fields.String()
+
+
+class ChainPageSchema(Schema):
+    events = fields.Integer(metadata={"description": "events this page checked"})
+    reached = fields.Nested(ChainPointSchema, metadata={
+        "description": "verified up to here: the next page's `after` and `hash`"})
+    head = fields.Nested(ChainPointSchema, metadata={"description": "the log's head when this page was read"})
+    complete = fields.Boolean(metadata={"description": "the walk reached the head and it verified"})
+    broken = fields.Nested(ChainBreakSchema, allow_none=True, metadata={
+        "description": "where the chain stops holding; null when it holds"})
+
+
 class MemoryVersionSchema(Schema):
     version = fields.Integer(metadata={"description": "the memory's version after this write (its ETag then)"})
     position = fields.Integer()
     event_type = fields.String(metadata={"example": "memory.update"})
     time = fields.String()
     actor = fields.String(metadata={"description": "the acting user's id"})
-    surface = fields.String(metadata={"description": "rest, admin, tool or cli"})
+    surface = fields.String(metadata={"description": "rest, admin, console, tool or cli"})
     memory = fields.Nested(HistoricMemorySchema, metadata={"description": "as the write left it; a delete: as it was"})
     superseded = fields.Boolean(metadata={"description": "an operator replaced the event; memory is the replacement"})
 

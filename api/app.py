@@ -19,7 +19,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.routing import PathConverter
 
-from api import admin, health, identities, memories, projects, sessions, turns, workstreams
+from api import admin, console, health, identities, memories, projects, sessions, turns, workstreams
 from api.consistency import waiters_for
 from api.context import metrics
 from api.metrics import Metrics
@@ -55,6 +55,7 @@ def create_app(services: Services) -> Flask:
     app.register_blueprint(memories.blueprint)
     app.register_blueprint(admin.blueprint)
     app.register_blueprint(health.blueprint)
+    app.register_blueprint(console.blueprint)
     app.register_blueprint(identities.blueprint)
     app.register_blueprint(projects.blueprint)
     app.register_blueprint(sessions.blueprint)

@@ -96,15 +96,29 @@ def writing(surface: str) -> tuple[EventMetadata, IdempotencyClaim | None]:
     return event_metadata(surface), g.get("idempotency_claim")
 
 
+CONSOLE_HEADER = "X-Memoryd-Surface"
+CONSOLE = "console"
+RELABELLED = frozenset({"rest", "admin"})  # what a console's request may say it came through instead
+
+
 def event_metadata(surface: str) -> EventMetadata:
     principal = caller()
     return EventMetadata(
         actor_user_id=principal.user_id,
         token_id=principal.token_id,
-        surface=surface,
+        surface=recorded_surface(surface),
         client_ip=request.remote_addr or "",
         request_id=g.request_id,
     )
+
+
+def recorded_surface(surface: str) -> str:
+    """``console`` when the web console sent the request (``X-Memoryd-Surface: console``) through the REST or
+    admin API, else ``surface``. A label only: the actor is still the token's, no other value is taken, and a
+    tool, CLI or session write keeps its own surface."""
+    if surface in RELABELLED and request.headers.get(CONSOLE_HEADER, "").strip().lower() == CONSOLE:
+        return CONSOLE
+    return surface
 
 
 def bearer_token() -> str:

@@ -108,6 +108,9 @@ def build_openapi() -> dict[str, Any]:
     spec.path("/v1/api/admin/memories/{memory_id}", operations={
         "get": _operation("Get one memory by id (with as_of: as it was then)", answer_schemas.MemorySchema,
                           query=schemas.AsOfQuery, path=("memory_id",), waits=True),
+        "patch": _operation("Edit one memory by id, in whichever scope it is: the content, description or type "
+                            "given (the rest kept), at the If-Match version or the one read", answer_schemas.MemorySchema,
+                            body=schemas.EditMemoryRequest, path=("memory_id",), idempotent=True, conditional=True),
         "delete": _operation("Delete one memory by id", answer_schemas.StatusSchema, path=("memory_id",), idempotent=True,
                              conditional=True),
     })
@@ -124,11 +127,21 @@ def build_openapi() -> dict[str, Any]:
         "get": _operation("Audit records of saves, updates and deletes, from the log", answer_schemas.AuditPageSchema,
                           query=schemas.AuditQuery),
     })
+    spec.path("/v1/api/admin/audit/chain", operations={
+        "get": _operation("Verify one page of the hash chain, resumed from `after` and the `hash` reached there "
+                          "(`memoryd audit verify` in steps, with progress)", answer_schemas.ChainPageSchema,
+                          query=schemas.ChainPageQuery),
+    })
     spec.path("/v1/api/admin/erasures", operations={
         "post": _operation("Erase memories (a user's, one memory, or a namespace's) from the log and every read "
                            "model; the certificate lists what was erased and each store read back",
                            answer_schemas.ErasureCertificateSchema, body=schemas.ErasureRequest, created=True,
                            idempotent=True),
+    })
+    spec.path("/v1/api/admin/erasures/preview", operations={
+        "get": _operation("What an erasure with these selectors would erase now (the memories and the log "
+                          "positions), changing nothing", answer_schemas.ErasurePreviewSchema,
+                          query=schemas.ErasurePreviewQuery),
     })
     spec.path("/v1/api/admin/events", operations={
         "get": _operation("The event log itself, in position order from `after` (a change feed, resumable by position)",
@@ -183,6 +196,10 @@ def build_openapi() -> dict[str, Any]:
     spec.path("/v1/api/admin/sessions/{session_id}/turns", operations={
         "get": _operation("A session's turn receipts, in turn order", turn_schemas.ReceiptPageSchema,
                           query=schemas.ReceiptsQuery, path=("session_id",)),
+    })
+    spec.path("/v1/api/admin/memories/{memory_id}/turns", operations={
+        "get": _operation("The newest turns, in any session, that put this memory in front of the model",
+                          turn_schemas.ReceiptListSchema, query=schemas.MemoryTurnsQuery, path=("memory_id",)),
     })
     spec.path("/v1/api/admin/workstreams", operations={
         "get": _operation("List workstreams (filters: owner, member, project_id; paged by id)",

@@ -31,6 +31,7 @@ from memoryd.kernel.text import checked_identifier
 _WHOLE_NUMBER = re.compile(r"[+-]?[0-9]{1,19}")  # ASCII digits only: int() would also take "²" or "٣"
 _INT64 = range(-(2**63), 2**63)
 MAX_SEARCH_OFFSET = 10_000  # deep pages rank the top offset + limit each: bounded, as Elasticsearch bounds them
+MAX_LIST_OFFSET = 10_000  # the admin list's deepest page reads offset + limit rows: past it, filter
 
 
 class WholeNumber(fields.Integer):
@@ -124,6 +125,26 @@ class SaveMemoryRequest(RequestSchema):
     scope_id = _text("scope_id", load_default="", metadata={"description": "workstream id; the caller's id for user"})
 
 
+class EditMemoryRequest(RequestSchema):
+    """An administrator's edit of one memory, by id: the fields given change, the others stay."""
+
+    content = _text("content", load_default=None, rule=lambda content: clean_content(content, REST_MAX_CONTENT),
+                    metadata={"description": "max 65,536 characters; omitted: kept"})
+    description = _text("description", load_default=None, rule=clean_description,
+                        metadata={"description": "not blank; omitted: kept", "minLength": 1})
+    type = _text("type", load_default=None, rule=clean_type,
+                 metadata={"description": "user, general, feedback or reference; omitted: kept"})
+
+
+class ChainPageQuery(RequestSchema):
+    after = WholeNumber(load_default=0, validate=validate.Range(0, 2**63 - 1, error="after must be a log position (0 or more)"),
+                        error_messages={"invalid": "after must be an integer"},
+                        metadata={"description": "the position the walk has verified up to (0 at the start)"})
+    hash = _text("hash", load_default="", metadata={
+        "description": "the chain's hash at `after`, as the previous page reached it (none at 0)"})
+    limit = _limit(2000, 1, 5000)
+
+
 class ListMemoriesQuery(RequestSchema):
     type = TypeFilter()
     limit = _limit(100, 1, 200)
@@ -160,15 +181,22 @@ class AsOfQuery(RequestSchema):
     as_of = _as_of()
 
 
-class AdminListQuery(RequestSchema):
+class AdminFilterQuery(RequestSchema):
     type = TypeFilter(strict=False)
     scope = _text("scope", load_default="")
     scope_id = _text("scope_id", load_default="")
-    limit = _limit(100)
     as_of = _as_of()
 
 
-class AdminSearchQuery(AdminListQuery):
+class AdminListQuery(AdminFilterQuery):
+    limit = _limit(100)
+    offset = WholeNumber(load_default=0, validate=validate.Range(0, MAX_LIST_OFFSET, error=(
+        f"offset must be between 0 and {MAX_LIST_OFFSET}")), error_messages={
+        "invalid": "offset must be an integer", "null": "offset must be an integer"}, metadata={
+        "description": "memories to skip, newest first: a page's start (a deep page costs what it skips)"})
+
+
+class AdminSearchQuery(AdminFilterQuery):
     q = _text("q", "q is required", validate=_not_blank("q"))
     limit = _limit(20)
 
@@ -181,6 +209,8 @@ class AuditQuery(RequestSchema):
     project_id = _text("project_id", load_default="")
     after = WholeNumber(load_default=0, validate=validate.Range(0, 2**63 - 1, error="after must be a log position (0 or more)"),
                         error_messages={"invalid": "after must be an integer"})
+    since = _text("since", load_default="", metadata={
+        "description": "an ISO 8601 time: only records from then on (with `after`, whichever is later)"})
     limit = _limit(100, 1, 1000)
 
 
@@ -194,6 +224,10 @@ class ReceiptsQuery(RequestSchema):
     after = WholeNumber(load_default=0, validate=validate.Range(0, 2**31 - 1, error="after must be a turn number (0 or more)"),
                         error_messages={"invalid": "after must be an integer"})
     limit = _limit(50, 1, 200)
+
+
+class MemoryTurnsQuery(RequestSchema):
+    limit = _limit(20, 1, 100)
 
 
 class RestoreMemoryRequest(RequestSchema):
@@ -250,11 +284,14 @@ class ToolCallSchema(Schema):
         "description": "the memory tool as the model sees it, which the answers name (as a turn's tool_names)"})
 
 
-class ErasureRequest(RequestSchema):
+class ErasurePreviewQuery(RequestSchema):
     user_id = _text("user_id", load_default=None)
     memory_id = _text("memory_id", load_default=None)
     scope = _text("scope", load_default=None)
     scope_id = _text("scope_id", load_default=None)
+
+
+class ErasureRequest(ErasurePreviewQuery):
     reason = _text("reason", "reason is required (a request's reference, say): it stays in the log")
 
 

@@ -135,6 +135,10 @@ class ReceiptPageSchema(Schema):
     next_after = fields.Integer(metadata={"description": "pass as after for the next page"})
 
 
+class ReceiptListSchema(Schema):
+    receipts = fields.List(fields.Nested(ReceiptSchema), metadata={"description": "newest first"})
+
+
 class ToolOutcomeSchema(Schema):
     tool = fields.String()
     error = fields.Boolean()

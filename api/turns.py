@@ -4,7 +4,8 @@
 token, as for the memory tool); ``POST .../signals`` answers the nudges a
 tool-loop event earns; ``GET .../turns/{turn_id}`` is one receipt, and
 ``GET /v1/api/admin/sessions/{id}/turns`` pages a session's receipts for
-auditors. ``Idempotency-Key`` names the turn when the body has no
+auditors (``GET /v1/api/admin/memories/{id}/turns``: the turns that showed
+a memory). ``Idempotency-Key`` names the turn when the body has no
 ``turn_id``: a retry replays the recorded turn.
 """
 
@@ -17,7 +18,7 @@ from flask import Blueprint, Response, g, jsonify, request
 from api.consistency import requested_min_position
 from api.context import authorized, json_object, metrics, services
 from api.idempotency import KEY_HEADER, checked_key
-from api.schemas import ReceiptsQuery, load
+from api.schemas import MemoryTurnsQuery, ReceiptsQuery, load
 from api.sessions import session_authorized
 from memoryd.app.turn import Item, Nudge, Signal, Turn, TurnReceipt, TurnRequest
 from memoryd.kernel.errors import NotFound, ValidationError
@@ -68,6 +69,14 @@ def receipts(session_id: str) -> tuple[Response, int]:
     page = services().turns.receipts(session_id, args["after"], args["limit"])
     return jsonify({"receipts": [receipt_body(found) for found in page],
                     "next_after": page[-1].turn if page else args["after"]}), 200
+
+
+@blueprint.get("/v1/api/admin/memories/<memory_id>/turns")
+@authorized("read", admin=True)
+def turns_showing(memory_id: str) -> tuple[Response, int]:
+    """The newest turns, in any session, whose block held this memory: what it was shown to, and when."""
+    found = services().turns.receipts_showing(memory_id, load(MemoryTurnsQuery(), request.args)["limit"])
+    return jsonify({"receipts": [receipt_body(receipt) for receipt in found]}), 200
 
 
 def turn_body(turn: Turn) -> dict[str, Any]:

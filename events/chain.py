@@ -151,17 +151,39 @@ def verify(log: Iterable[RecordedEvent], head: Checkpoint, gaps: Iterable[tuple[
                                Break(since.position, "the hash here is not the checkpoint's: the log was rewritten"))
             passed_since = True
         reached, count = Checkpoint(event.position, event.hash), count + 1
-    ends_in_a_gap = allowed.get(reached.position + 1) == head.position  # the newest positions never held one
-    if (reached.position != head.position and not ends_in_a_gap) or reached.hash != head.hash:
-        return Verdict(count, reached, Break(min(reached.position, head.position) + 1, (
-            f"missing: the log ends at position {reached.position}, its head at {head.position}"
-            if head.position > reached.position else
-            f"the head records position {head.position} and hash {head.hash[:12]}…, the log ends at "
-            f"{reached.position} with {reached.hash[:12]}… (a head moved back, or events past it)")))
+    if (ended := end_of_the_log(reached, head, allowed)) is not None:
+        return Verdict(count, reached, ended)
     if not passed_since:
         assert since is not None
         return Verdict(count, reached,
                        Break(since.position, f"the log ends at position {reached.position}, before the checkpoint"))
+    return Verdict(count, reached, None)
+
+
+def end_of_the_log(reached: Checkpoint, head: Checkpoint, gaps: dict[int, int]) -> Break | None:
+    """Where a walk that read the last event (``reached``) fails the head, the store's record of the highest
+    position taken and its hash; None when it ends there."""
+    ends_in_a_gap = gaps.get(reached.position + 1) == head.position  # the newest positions never held one
+    if (reached.position != head.position and not ends_in_a_gap) or reached.hash != head.hash:
+        return Break(min(reached.position, head.position) + 1, (
+            f"missing: the log ends at position {reached.position}, its head at {head.position}"
+            if head.position > reached.position else
+            f"the head records position {head.position} and hash {head.hash[:12]}…, the log ends at "
+            f"{reached.position} with {reached.hash[:12]}… (a head moved back, or events past it)"))
+    return None
+
+
+def verify_segment(log: Iterable[RecordedEvent], start: Checkpoint, gaps: Iterable[tuple[int, int]] = (),
+                   erased: dict[int, int] | None = None) -> Verdict:
+    """Walk ``log``, the events after ``start`` (a position and the hash the walk reached there), and check
+    each as ``verify`` does: one page of a walk that is resumed from where the last page stopped, so a
+    caller can show its progress and no request walks the whole log."""
+    allowed = dict(gaps)
+    reached, count = start, 0
+    for event in log:
+        if (broken := _check(event, reached, allowed, (erased or {}).get(event.position))) is not None:
+            return Verdict(count, reached, broken)
+        reached, count = Checkpoint(event.position, event.hash), count + 1
     return Verdict(count, reached, None)
 
 

@@ -58,6 +58,18 @@ def events_of(conn: Connection, memory_ids: Sequence[str]) -> dict[int, str]:
     return found
 
 
+def newest_versions(conn: Connection, memory_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Each memory as its newest write in the log left it (a delete: as it was), by id."""
+    newest: dict[str, tuple[int, dict[str, Any]]] = {}
+    for chunk in _chunks(memory_ids):
+        query = select(events.c.position, events.c.payload).where(_WRITES, _MEMORY.in_(chunk))
+        for position, payload in conn.execute(query):
+            memory = payload["memory"]
+            if memory["memory_id"] not in newest or newest[memory["memory_id"]][0] < position:
+                newest[memory["memory_id"]] = (int(position), memory)
+    return {memory_id: memory for memory_id, (_, memory) in newest.items()}
+
+
 def erased_positions(conn: Connection) -> dict[int, int]:
     """Every position an erasure redacted -> that erasure's position (what the chain verifier accepts)."""
     found: dict[int, int] = {}

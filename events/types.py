@@ -273,7 +273,7 @@ class EventMetadata:
 
     actor_user_id: str = ""
     token_id: str = ""
-    surface: str = "rest"  # rest | admin | tool | cli
+    surface: str = "rest"  # rest | admin | console | tool | cli
     client_ip: str = ""
     request_id: str = ""
     session_id: str = ""  # the memory tool's session, and its workstream

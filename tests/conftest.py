@@ -8,11 +8,9 @@ they fail loudly: CI must never pass without them.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from flask import Flask
@@ -31,11 +29,14 @@ from tests.helpers import (
     MakeCaller,
     World,
     caller_factory,
-    free_port,
+    chromium,
     make_services,
-    wait_until_serving,
+    serving,
 )
 from tests.own_postgres import OwnPostgres, missing_toolchain
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
 
 POSTGRES_URL = os.environ.get("MEMORYD_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 # Each pytest-xdist worker (gw0, gw1, ...) flushes a Redis database of its own.
@@ -241,18 +242,25 @@ def cast(make_caller: MakeCaller, services: Services) -> Cast:
 @pytest.fixture(scope="module")
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """A live ``memoryd serve`` per test module (the SDKs, the MCP server and the hook talk to it)."""
-    url = f"sqlite:///{tmp_path_factory.mktemp('live') / 'memoryd.db'}"
-    services = make_services(url)
-    admin = services.directory.create_user("admin")
-    admin_token = services.directory.create_token(admin, ["read", "write", "service"], ["admin.memories"])[1]
-    services.database.dispose()
-    port = free_port()
-    env = {**os.environ, "MEMORYD_DATABASE_URL": url, "MEMORYD_PORT": str(port)}
-    server = subprocess.Popen([sys.executable, "-m", "memoryd", "serve"], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        assert wait_until_serving(f"http://127.0.0.1:{port}/healthz"), "memoryd serve did not come up"
-        yield LiveServer(f"http://127.0.0.1:{port}", admin_token, url)
-    finally:
-        server.terminate()
-        server.wait(10)
+    with serving(f"sqlite:///{tmp_path_factory.mktemp('live') / 'memoryd.db'}") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Chromium, once per module (skipped without it, failing under CI=true)."""
+    with chromium() as launched:
+        yield launched
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    """A fresh browser context (its own storage) at 1280×800, failing the test on any script error."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    opened.set_default_timeout(10_000)
+    yield opened
+    context.close()
+    assert not errors, f"the page raised: {errors}"

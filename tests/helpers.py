@@ -17,7 +17,8 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import count
 from pathlib import Path
@@ -327,6 +328,60 @@ class LiveServer:
         assert session.info is not None
         return {**caller, "url": self.base_url, "workstream_id": workstream.workstream_id,
                 "session_id": session.session_id, "session_token": session.info.token}
+
+
+@contextmanager
+def memoryd_serve(url: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """``memoryd serve`` on ``url``: its process and port (stopped at the end unless a test stopped it)."""
+    port = free_port()
+    env = {**os.environ, "MEMORYD_DATABASE_URL": url, "MEMORYD_PORT": str(port)}
+    server = subprocess.Popen([sys.executable, "-m", "memoryd", "serve"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert wait_until_serving(f"http://127.0.0.1:{port}/healthz"), "memoryd serve did not come up"
+        yield server, port
+    finally:
+        if server.poll() is None:
+            server.terminate()
+            server.wait(30)
+
+
+@contextmanager
+def serving(url: str) -> Iterator[LiveServer]:
+    """A live ``memoryd serve`` on ``url``'s database (migrated here), with an admin token."""
+    services = make_services(url)
+    admin = services.directory.create_user("admin")
+    admin_token = services.directory.create_token(admin, ["read", "write", "service"], ["admin.memories"])[1]
+    services.database.dispose()
+    with memoryd_serve(url) as (_, port):
+        yield LiveServer(f"http://127.0.0.1:{port}", admin_token, url)
+
+
+CHROMIUM = os.environ.get("MEMORYD_TEST_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """Chromium driven by Playwright (Debian's ``chromium``; never a downloaded browser): skipped when either
+    is missing, but under ``CI=true`` a missing browser fails loudly."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        problem = "the console's browser tests need the playwright package (the test extra)"
+    else:
+        problem = "" if os.access(CHROMIUM, os.X_OK) else f"no Chromium at {CHROMIUM} (apt-get install chromium)"
+    if problem:
+        if UNDER_CI:
+            pytest.fail(f"the browser tests must run under CI=true: {problem}", pytrace=False)
+        pytest.skip(problem)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 def make_services(url: str, redis_url: str = "", queue: str | None = None, memory: MemorySettings | None = None,

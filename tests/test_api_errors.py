@@ -106,7 +106,7 @@ def test_an_unknown_route_is_a_json_404(alice: Caller, path: str) -> None:
 
 
 @pytest.mark.parametrize(("method", "path"), [
-    ("PUT", MEMORIES), ("PUT", SEARCH), ("PATCH", f"{ADMIN}/some-id"), ("DELETE", AUDIT)])
+    ("PUT", MEMORIES), ("PUT", SEARCH), ("PUT", f"{ADMIN}/some-id"), ("DELETE", AUDIT)])
 def test_a_wrong_method_is_a_json_405(alice: Caller, method: str, path: Any) -> None:
     assert_error(alice.request(method, path), 405)
 
@@ -254,8 +254,10 @@ OPERATIONS = {
     ("/v1/api/memories/{name}", "get"), ("/v1/api/memories/{name}", "delete"),
     ("/v1/api/admin/memories", "get"), ("/v1/api/admin/memories/search", "get"),
     ("/v1/api/admin/memories/{memory_id}", "get"), ("/v1/api/admin/memories/{memory_id}", "delete"),
+    ("/v1/api/admin/memories/{memory_id}", "patch"), ("/v1/api/admin/memories/{memory_id}/turns", "get"),
     ("/v1/api/admin/memories/{memory_id}/history", "get"), ("/v1/api/admin/memories/{memory_id}/restore", "post"),
     ("/v1/api/admin/audit", "get"), ("/v1/api/admin/events", "get"), ("/v1/api/admin/erasures", "post"),
+    ("/v1/api/admin/audit/chain", "get"), ("/v1/api/admin/erasures/preview", "get"),
     ("/v1/api/admin/projects", "post"), ("/v1/api/admin/projects/{project_id}", "get"),
     ("/v1/api/admin/projects/{project_id}", "delete"),
     ("/v1/api/admin/projects/{project_id}/members/{user_id}", "put"),
@@ -334,12 +336,14 @@ def test_the_openapi_request_schemas_name_every_field(openapi: dict[str, Any]) -
     [
         (MEMORIES, "get", {"type", "scope", "scope_id", "limit", "after"}, set()),
         (f"{MEMORIES}/{{name}}", "delete", {"name", "scope", "scope_id"}, {"name"}),
-        (ADMIN, "get", {"type", "scope", "scope_id", "limit", "as_of"}, set()),
+        (ADMIN, "get", {"type", "scope", "scope_id", "limit", "offset", "as_of"}, set()),
         (f"{ADMIN}/search", "get", {"q", "type", "scope", "scope_id", "limit", "as_of"}, {"q"}),
         (f"{ADMIN}/{{memory_id}}", "get", {"memory_id", "as_of"}, {"memory_id"}),
         ("/v1/api/admin/events", "get", {"after", "limit"}, set()),
         (f"{ADMIN}/{{memory_id}}", "delete", {"memory_id"}, {"memory_id"}),
-        (AUDIT, "get", {"action", "actor", "memory_id", "project_id", "after", "limit"}, set()),
+        (AUDIT, "get", {"action", "actor", "memory_id", "project_id", "after", "since", "limit"}, set()),
+        ("/v1/api/admin/audit/chain", "get", {"after", "hash", "limit"}, set()),
+        ("/v1/api/admin/erasures/preview", "get", {"user_id", "memory_id", "scope", "scope_id"}, set()),
     ],
 )
 def test_the_openapi_document_names_every_parameter(openapi: dict[str, Any], path: Any, method: str, parameters: Any,

@@ -40,7 +40,7 @@ PRINTED = {  # what each page's shell prints, as the page says
     "http-api.md": ["page: standup_time", "page: release_process", "after must be a previous page's next_after", '"version":2',
                     "the memory is not at version 1", '"status":"ok","name":"release_process"',
                     '"name":"release_notes_draft","deleted":false',
-                    '"action":"memory.delete"'],
+                    '"action":"memory.delete"', '"complete":true', '"description":"how we release, edited"'],
     "identities.md": ['"reason":"token revoked"', '"action":"token.revoke"', "laptop stolen"],
     "operations.md": ["log head", '"event_type":'],
     "sdks-mcp-hooks.md": [],  # the hook fails open after 1.5 s: whether it prints depends on the machine's load

@@ -9,13 +9,9 @@ taken over within seconds, and the write it guarded is applied once, on PostgreS
 from __future__ import annotations
 
 import dataclasses
-import os
 import signal
-import subprocess
-import sys
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -26,7 +22,8 @@ from sqlalchemy import create_engine, select
 from api.app import create_app
 from memoryd.app.services import Services
 from memoryd.storage.schema import idempotency_keys
-from tests.helpers import caller_factory, free_port, http_call, make_services, until, wait_until_serving
+from tests.helpers import caller_factory, http_call, make_services, until
+from tests.helpers import memoryd_serve as serving
 from tests.own_postgres import OwnPostgres
 
 MEMORIES = "/v1/api/memories"
@@ -35,22 +32,6 @@ BODY = {"name": "during", "content": "written while the database was away", "des
 
 def saved_names(services: Services) -> list[str]:
     return [event.payload["memory"]["name"] for event in services.store.iter_all() if event.event_type == "memory.save"]
-
-
-@contextmanager
-def serving(url: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
-    """``memoryd serve`` on ``url``: its process and port (killed at the end if still running)."""
-    port = free_port()
-    env = {**os.environ, "MEMORYD_DATABASE_URL": url, "MEMORYD_PORT": str(port)}
-    server = subprocess.Popen([sys.executable, "-m", "memoryd", "serve"], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        assert wait_until_serving(f"http://127.0.0.1:{port}/healthz"), "memoryd serve did not come up"
-        yield server, port
-    finally:
-        if server.poll() is None:
-            server.terminate()
-            server.wait(30)
 
 
 def token_for(services: Services) -> tuple[str, str]:

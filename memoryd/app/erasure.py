@@ -18,7 +18,7 @@ from sqlalchemy import func, select
 
 from commands.bus import CommandBus
 from commands.erasure import EraseMemories, checked
-from events.erasure import AT_ONCE
+from events.erasure import AT_ONCE, events_of, memories_selected, newest_versions
 from events.idempotency import IdempotencyClaim
 from events.store import EventStore
 from events.types import ErasedEvent, EventMetadata, MemoriesErased
@@ -80,6 +80,19 @@ class Erasures:
                 "memories": erasure.memory_ids, "positions": erasure.positions,
                 "idempotency_keys_forgotten": forgotten, "snapshots_dropped": dropped,
                 "checks": [check.to_dict() for check in checks], "free": all(check.free for check in checks)}, erased_now
+
+    def preview(self, selector: dict[str, str]) -> dict[str, Any]:
+        """What ``erase`` would take out now, changing nothing: the memories (each as its newest write left
+        it, so a deleted one shows too) and the log positions whose payloads it would redact."""
+        selector = checked(EraseMemories(selector, "preview"))[0]
+        with self.database.read() as conn:
+            memory_ids = memories_selected(conn, selector)
+            positions = sorted(events_of(conn, memory_ids))
+            newest = newest_versions(conn, memory_ids)
+        memories = [{"memory_id": memory_id, **{key: newest.get(memory_id, {}).get(key, "")
+                                               for key in ("name", "scope", "scope_id", "type", "description")}}
+                    for memory_id in memory_ids]
+        return {"selector": selector, "memories": memories, "positions": positions}
 
     def _earlier(self, selector: dict[str, str]) -> tuple[int, MemoriesErased] | None:
         """The newest erasure of exactly this selector, and its position."""

@@ -88,7 +88,7 @@ def run(path: Path, clients: dict[str, Any], context: dict[str, Any]) -> list[st
         client = clients.get(step["client"]) or names.get(f"session:{step['client']}")
         try:
             result = getattr(client, step["call"])(**resolve(step.get("args", {}), names))
-            if step["call"].startswith("iter_"):
+            if step["call"].startswith("iter_") or step["call"] == "verify_chain":
                 result = list(result)
         except MemorydAPIError as error:
             if error.status_code != step.get("error"):

@@ -61,7 +61,7 @@ REFERENCE: dict[tuple[str, str], list[tuple[str, Any, Any]]] = {
 EXTENSIONS: dict[tuple[str, str], list[tuple[str, Any, Any]]] = {
     ("server", "list_memories"): [("after", KW, "")],
     ("server", "search_memories"): [("offset", KW, 0)],
-    ("console", "list_memories"): [("as_of", KW, None)],
+    ("console", "list_memories"): [("as_of", KW, None), ("offset", KW, 0)],
     ("console", "search_memories"): [("as_of", KW, None)],
     ("console", "get_memory"): [("as_of", KW, None)],
 }

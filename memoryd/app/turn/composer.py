@@ -121,6 +121,12 @@ class TurnComposer:
             stored = records.page(conn, session_id, after_turn, limit)
         return [self._receipt_view(receipt) for receipt in stored]
 
+    def receipts_showing(self, memory_id: str, limit: int) -> list[TurnReceipt]:
+        """The newest turns, in any session, that put this memory in front of the model."""
+        with self.database.read() as conn:
+            stored = records.showing(conn, memory_id, limit)
+        return [self._receipt_view(receipt) for receipt in stored]
+
     # -- composing -----------------------------------------------------------------
 
     def _check(self, request: TurnRequest) -> None:

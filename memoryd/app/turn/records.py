@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, Text, bindparam, cast, delete, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -71,6 +71,18 @@ def page(conn: Connection, session_id: str, after_turn: int, limit: int) -> list
     query = (select(turn_receipts).where(turn_receipts.c.session_id == session_id, turn_receipts.c.turn > after_turn)
              .order_by(turn_receipts.c.turn).limit(limit))
     return [Receipt(**row._mapping) for row in conn.execute(query)]
+
+
+def showing(conn: Connection, memory_id: str, limit: int) -> list[Receipt]:
+    """The newest receipts (newest first) whose turn put ``memory_id`` in front of the model. The receipts
+    are scanned, the id matched in their details' text and then checked item by item: no index serves this
+    auditor's question, and receipts expire, so the scan stays as long as the retention."""
+    query = (select(turn_receipts).where(cast(turn_receipts.c.details, Text).contains(memory_id, autoescape=True))
+             .order_by(turn_receipts.c.created.desc(), turn_receipts.c.turn.desc(), turn_receipts.c.receipt_id)
+             .limit(limit))
+    found = [Receipt(**row._mapping) for row in conn.execute(query)]
+    return [receipt for receipt in found
+            if any(item.get("memory_id") == memory_id for item in receipt.details.get("items", ()))]
 
 
 def purge(conn: Connection, created_before: str, delivered_before_ms: int) -> None:

@@ -29,6 +29,7 @@ class Call(Generic[T]):
     key: str | None = None  # the Idempotency-Key, when the call names it (a turn: its turn_id)
     timeout: float | None = None  # this call's own, instead of the client's
     retries: int | None = None  # this call's own, instead of the client's max_retries
+    if_match: int | None = None  # write only at this version (sent as If-Match; a 412 otherwise)
 
 
 def _given(**values: Any) -> dict[str, Any]:
@@ -121,10 +122,10 @@ def health() -> Call[Any]:
 
 
 def admin_list_memories(mem_type: str, scope: str, scope_id: str, limit: int,
-                        as_of: int | str | dt.datetime | None) -> Call[models.ListMemoriesResponse]:
+                        as_of: int | str | dt.datetime | None, offset: int = 0) -> Call[models.ListMemoriesResponse]:
     return Call("GET", "/v1/api/admin/memories", models.ListMemoriesResponse,
-                _given(type=mem_type, scope=scope, scope_id=scope_id) | {"limit": limit} | as_of_param(as_of),
-                read=True)
+                _given(type=mem_type, scope=scope, scope_id=scope_id) | {"limit": limit} | as_of_param(as_of)
+                | ({"offset": offset} if offset else {}), read=True)
 
 
 def admin_search_memories(query: str, mem_type: str, scope: str, scope_id: str, limit: int,
@@ -152,14 +153,33 @@ def admin_delete_memory(memory_id: str) -> Call[models.StatusResponse]:
     return Call("DELETE", name_path("/v1/api/admin/memories", memory_id), models.StatusResponse)
 
 
+def edit_memory(memory_id: str, content: str | None, description: str | None, mem_type: str | None,
+                if_match: int | None) -> Call[models.AdminMemoryInfo]:
+    body = {name: value for name, value in (("content", content), ("description", description), ("type", mem_type))
+            if value is not None}
+    return Call("PATCH", name_path("/v1/api/admin/memories", memory_id), models.AdminMemoryInfo, json=body,
+                if_match=if_match)
+
+
+def preview_erasure(selector: dict[str, str | None]) -> Call[models.ErasurePreview]:
+    return Call("GET", "/v1/api/admin/erasures/preview", models.ErasurePreview,
+                {name: value for name, value in selector.items() if value is not None})
+
+
+def chain_page(after: int, digest: str, limit: int) -> Call[models.ChainPage]:
+    return Call("GET", "/v1/api/admin/audit/chain", models.ChainPage,
+                {"after": after, "limit": limit} | _given(hash=digest))
+
+
 def erase(selector: dict[str, str | None], reason: str) -> Call[models.ErasureCertificate]:
     body = {name: value for name, value in selector.items() if value is not None} | {"reason": reason}
     return Call("POST", "/v1/api/admin/erasures", models.ErasureCertificate, json=body)
 
 
-def audit(after: int, limit: int, action: str, actor: str, memory_id: str, project_id: str) -> Call[models.AuditPage]:
+def audit(after: int, limit: int, action: str, actor: str, memory_id: str, project_id: str,
+          since: str = "") -> Call[models.AuditPage]:
     params = {"after": after, "limit": limit} | _given(action=action, actor=actor, memory_id=memory_id,
-                                                        project_id=project_id)
+                                                        project_id=project_id, since=since)
     return Call("GET", "/v1/api/admin/audit", models.AuditPage, params)
 
 
@@ -200,6 +220,10 @@ def create_workstream(name: str, owner: str | None, project_id: str | None, memo
 
 def update_workstream(workstream_id: str, changes: dict[str, Any]) -> Call[models.WorkstreamInfo]:
     return Call("PATCH", name_path("/v1/api/admin/workstreams", workstream_id), models.WorkstreamInfo, json=changes)
+
+
+def turns_showing(memory_id: str, limit: int) -> Call[models.ReceiptList]:
+    return Call("GET", f"{name_path('/v1/api/admin/memories', memory_id)}/turns", models.ReceiptList, {"limit": limit})
 
 
 def session_turns(session_id: str, after: int, limit: int) -> Call[models.ReceiptPage]:

@@ -119,10 +119,10 @@ class MemorydConsole(_Client):
     """The admin API: every scope, by memory id; projects, workstreams, sessions' receipts, the audit log and the log itself."""
 
     def list_memories(self, *, mem_type: str = "", scope: str = "", scope_id: str = "", limit: int = 100,
-                      as_of: int | str | datetime | None = None) -> models.ListMemoriesResponse:
-        """Every scope's memories; with ``as_of`` (a log position, an ISO 8601 time or an aware ``datetime``),
-        as the list was then, built from the log."""
-        return self._transport.send(calls.admin_list_memories(mem_type, scope, scope_id, limit, as_of))
+                      as_of: int | str | datetime | None = None, offset: int = 0) -> models.ListMemoriesResponse:
+        """Every scope's memories, newest first, from ``offset`` on; with ``as_of`` (a log position, an ISO 8601
+        time or an aware ``datetime``), as the list was then, built from the log."""
+        return self._transport.send(calls.admin_list_memories(mem_type, scope, scope_id, limit, as_of, offset))
 
     def search_memories(self, query: str, *, mem_type: str = "", scope: str = "", scope_id: str = "",
                         limit: int = 20, as_of: int | str | datetime | None = None) -> models.ListMemoriesResponse:
@@ -144,6 +144,30 @@ class MemorydConsole(_Client):
         """Bring a version back (as its history lists it), as a new write audited like any save."""
         return self._transport.send(calls.restore_memory(memory_id, version))
 
+    def edit_memory(self, memory_id: str, *, content: str | None = None, description: str | None = None,
+                    mem_type: str | None = None, if_match: int | None = None) -> models.AdminMemoryInfo:
+        """Change a memory's content, description or type (those given), in whichever scope it is; at the
+        ``if_match`` version (else a ``MemorydAPIError`` with status 412 and the current version), else at the one
+        memoryd reads."""
+        return self._transport.send(calls.edit_memory(memory_id, content, description, mem_type, if_match))
+
+    def preview_erasure(self, *, user_id: str | None = None, memory_id: str | None = None, scope: str | None = None,
+                        scope_id: str | None = None) -> models.ErasurePreview:
+        """What ``erase`` with the same selector would take now: the memories and the log positions."""
+        selector = {"user_id": user_id, "memory_id": memory_id, "scope": scope, "scope_id": scope_id}
+        return self._transport.send(calls.preview_erasure(selector))
+
+    def verify_chain(self, *, page: int = 2000) -> Iterator[models.ChainPage]:
+        """Walk the log's hash chain ``page`` events a request, yielding each page (its ``reached`` position
+        is the progress); the last one is ``complete``, or names where the chain is ``broken``."""
+        after, digest = 0, ""
+        while True:
+            found = self._transport.send(calls.chain_page(after, digest, page))
+            yield found
+            if found.complete or found.broken is not None:
+                return
+            after, digest = found.reached.position, found.reached.hash
+
     def erase(self, *, reason: str, user_id: str | None = None, memory_id: str | None = None,
               scope: str | None = None, scope_id: str | None = None) -> models.ErasureCertificate:
         """Erase a user's memories, one memory, or a namespace's (``scope`` and ``scope_id``) from the log and
@@ -152,10 +176,11 @@ class MemorydConsole(_Client):
         return self._transport.send(calls.erase(selector, reason))
 
     def iter_audit(self, *, action: str = "", actor: str = "", memory_id: str = "", project_id: str = "",
-                   after: int = 0, page: int = 100) -> Iterator[models.AuditRecord]:
-        """Every audit record after ``after``, oldest first, fetched ``page`` at a time."""
+                   after: int = 0, since: str = "", page: int = 100) -> Iterator[models.AuditRecord]:
+        """Every audit record after ``after`` (and from the ISO 8601 time ``since``), oldest first, fetched
+        ``page`` at a time."""
         while True:
-            found = self._transport.send(calls.audit(after, page, action, actor, memory_id, project_id))
+            found = self._transport.send(calls.audit(after, page, action, actor, memory_id, project_id, since))
             yield from found.records
             if len(found.records) < page:
                 return
@@ -208,6 +233,10 @@ class MemorydConsole(_Client):
     def session_turns(self, session_id: str, *, after: int = 0, limit: int = 50) -> models.ReceiptPage:
         """A session's turn receipts in turn order, after turn ``after``."""
         return self._transport.send(calls.session_turns(session_id, after, limit))
+
+    def turns_showing(self, memory_id: str, *, limit: int = 20) -> models.ReceiptList:
+        """The newest turns' receipts, in any session, that put this memory in front of the model."""
+        return self._transport.send(calls.turns_showing(memory_id, limit))
 
     def list_projects(self, *, owner: str = "", member: str = "", state: str = "", after: str = "",
                       limit: int = 100) -> models.ProjectPage:

@@ -110,6 +110,8 @@ class Core:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         if key is not None:
             headers["Idempotency-Key"] = key
+        if call.if_match is not None:
+            headers["If-Match"] = f'"{call.if_match}"'
         if call.read and self.read_your_writes and self.positions.highest:
             headers["X-Min-Position"] = str(self.positions.highest)
         extensions = {"timeout": httpx.Timeout(call.timeout).as_dict()} if call.timeout is not None else None

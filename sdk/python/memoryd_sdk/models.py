@@ -192,6 +192,10 @@ class ReceiptPage(Model):
     next_after: int
 
 
+class ReceiptList(Model):
+    receipts: list[Receipt]
+
+
 class AuditRecord(Model):
     """One save, update, delete or project change, read from the log (more fields per action are kept)."""
 
@@ -262,6 +266,43 @@ class MemoryVersion(Model):
     surface: str = ""
     memory: dict[str, Any]
     superseded: bool = False
+
+
+class ErasedMemory(Model):
+    memory_id: str
+    name: str = ""
+    scope: str = ""
+    scope_id: str = ""
+    type: str = ""
+    description: str = ""
+
+
+class ErasurePreview(Model):
+    """What an erasure would take now (each memory as its newest write left it), nothing changed."""
+
+    selector: dict[str, Any] = {}
+    memories: list[ErasedMemory] = []
+    positions: list[int] = []
+
+
+class ChainPoint(Model):
+    position: int
+    hash: str
+
+
+class ChainBreak(Model):
+    position: int
+    reason: str
+
+
+class ChainPage(Model):
+    """One page of the hash chain's walk: resume from ``reached`` until ``complete`` or ``broken``."""
+
+    events: int
+    reached: ChainPoint
+    head: ChainPoint
+    complete: bool
+    broken: ChainBreak | None = None
 
 
 class MemoryHistory(Model):

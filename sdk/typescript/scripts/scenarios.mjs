@@ -13,7 +13,8 @@ const fetch = (url, init) => {
   requests.push([init.method, new URL(url).pathname]);
   return globalThis.fetch(url, init);
 };
-const listing = (a) => ({ type: a.mem_type, scope: a.scope, scope_id: a.scope_id, limit: a.limit, as_of: a.as_of });
+const listing = (a) => ({ type: a.mem_type, scope: a.scope, scope_id: a.scope_id, limit: a.limit, as_of: a.as_of,
+                         offset: a.offset });
 const CALLS = {
   save_memory: (c, a) => c.saveMemory({ name: a.name, content: a.content, description: a.description,
                                         type: "mem_type" in a ? a.mem_type : "general", scope: a.scope, scope_id: a.scope_id }),
@@ -45,6 +46,14 @@ const CALLS = {
   memory_history: (c, a) => c.memoryHistory(a.memory_id),
   restore_memory: (c, a) => c.restoreMemory(a.memory_id, a.version),
   erase: (c, a) => c.erase(a),
+  edit_memory: (c, a) => c.editMemory(a.memory_id, { content: a.content, description: a.description, type: a.mem_type,
+                                                     if_match: a.if_match }),
+  preview_erasure: (c, a) => c.previewErasure(a),
+  verify_chain: async (c, a) => {
+    const pages = [];
+    for await (const page of c.verifyChain({ page: a.page })) pages.push(page);
+    return pages;
+  },
   iter_audit: async (c, a) => {
     const records = [];
     for await (const record of c.iterAudit(a)) records.push(record);
@@ -67,6 +76,7 @@ const CALLS = {
   open_session: (c, a) => c.openSession(a),
   session_of: (c, a) => c.sessionOf(a.token),
   describe: (s) => s.describe(),
+  turns_showing: (c, a) => c.turnsShowing(a.memory_id, { limit: a.limit }),
   session_turns: (c, a) => c.sessionTurns(a.session_id, { after: a.after, limit: a.limit }),
   current_token: (c) => c.currentToken(),
   list_users: (c, a) => c.listUsers(a),

@@ -4,9 +4,9 @@ import { Client } from "./client.js";
 import { given, namePath } from "./transport.js";
 import type { ListOptions } from "./server.js";
 import type {
-  AuditPage, AuditRecord, ClosedSessions, CreatedToken, ErasureCertificate, EventPage, ListMemoriesResponse, LoggedEvent,
-  MemoryHistory, MemoryInfo, ProjectInfo, ProjectPage, ReceiptPage, SessionPage, StatusResponse, TokenInfo, TokenPage,
-  UserInfo, UserPage, WorkstreamInfo, WorkstreamPage,
+  AuditPage, AuditRecord, ChainPage, ClosedSessions, CreatedToken, ErasureCertificate, ErasurePreview, EventPage,
+  ListMemoriesResponse, LoggedEvent, MemoryHistory, MemoryInfo, ProjectInfo, ProjectPage, ReceiptList, ReceiptPage,
+  SessionPage, StatusResponse, TokenInfo, TokenPage, UserInfo, UserPage, WorkstreamInfo, WorkstreamPage,
 } from "./types.js";
 
 const ADMIN = "/v1/api/admin";
@@ -19,9 +19,12 @@ export interface AsOfOptions {
   as_of?: number | string | Date;
 }
 
-export interface AdminListOptions extends ListOptions, AsOfOptions {}
+export interface AdminListOptions extends ListOptions, AsOfOptions {
+  /** Memories to skip, newest first: a page's start (0 to 10,000). */
+  offset?: number;
+}
 
-export interface AdminSearchOptions extends AdminListOptions {
+export interface AdminSearchOptions extends ListOptions, AsOfOptions {
   q: string;
 }
 
@@ -31,6 +34,8 @@ export interface AuditOptions {
   memory_id?: string;
   project_id?: string;
   after?: number;
+  /** Only records from this time on (ISO 8601). */
+  since?: string;
   /** Records fetched per request (default 100). */
   page?: number;
 }
@@ -51,6 +56,16 @@ export interface EraseOptions {
   scope?: string;
   scope_id?: string;
 }
+
+export interface EditMemoryOptions {
+  content?: string;
+  description?: string;
+  type?: string;
+  /** Write only at this version (If-Match): a 412 naming the current one otherwise. */
+  if_match?: number;
+}
+
+export type ErasureSelector = Omit<EraseOptions, "reason">;
 
 export interface CreateWorkstreamRequest {
   name: string;
@@ -142,7 +157,7 @@ export class MemorydConsole extends Client {
     return this.transport.send({
       method: "GET", path: `${ADMIN}/memories`, read: true,
       query: { ...given({ type: options.type, scope: options.scope, scope_id: options.scope_id }), limit: options.limit ?? 100,
-               ...given({ as_of: asOf(options) }) },
+               ...given({ as_of: asOf(options), offset: options.offset || undefined }) },
     });
   }
 
@@ -174,6 +189,43 @@ export class MemorydConsole extends Client {
   }
 
   /**
+   * Change a memory's content, description or type (those given), in whichever scope it is: at `if_match`, else at
+   * the version memoryd reads.
+   */
+  editMemory(memoryId: string, options: EditMemoryOptions): Promise<MemoryInfo> {
+    return this.transport.send({
+      method: "PATCH", path: namePath(`${ADMIN}/memories`, memoryId), ifMatch: options.if_match,
+      body: { content: options.content, description: options.description, type: options.type },
+    });
+  }
+
+  /** What `erase` with the same selector would take now: the memories and the log positions. */
+  previewErasure(selector: ErasureSelector): Promise<ErasurePreview> {
+    return this.transport.send({
+      method: "GET", path: `${ADMIN}/erasures/preview`,
+      query: given({ user_id: selector.user_id, memory_id: selector.memory_id, scope: selector.scope,
+                     scope_id: selector.scope_id }),
+    });
+  }
+
+  /**
+   * Walk the log's hash chain `page` events a request, yielding each page (its `reached` position is the progress);
+   * the last one is `complete`, or names where the chain is `broken`.
+   */
+  async *verifyChain(options: { page?: number } = {}): AsyncGenerator<ChainPage> {
+    let after = 0;
+    let hash = "";
+    for (;;) {
+      const found = await this.transport.send<ChainPage>({
+        method: "GET", path: `${ADMIN}/audit/chain`, query: { after, limit: options.page ?? 2000, ...given({ hash }) },
+      });
+      yield found;
+      if (found.complete || found.broken) return;
+      ({ position: after, hash } = found.reached);
+    }
+  }
+
+  /**
    * Erase a user's memories, one memory, or a namespace's from the log and every read model; the certificate lists
    * what was erased and each store read back.
    */
@@ -198,7 +250,8 @@ export class MemorydConsole extends Client {
       const found = await this.transport.send<AuditPage>({
         method: "GET", path: `${ADMIN}/audit`,
         query: { after, limit: page, ...given({ action: options.action, actor: options.actor,
-                                                 memory_id: options.memory_id, project_id: options.project_id }) },
+                                                 memory_id: options.memory_id, project_id: options.project_id,
+                                                 since: options.since }) },
       });
       yield* found.records;
       if (found.records.length < page) return;
@@ -272,6 +325,13 @@ export class MemorydConsole extends Client {
     return this.transport.send({
       method: "GET", path: `${namePath(`${ADMIN}/sessions`, sessionId)}/turns`,
       query: { after: options.after ?? 0, limit: options.limit ?? 50 },
+    });
+  }
+
+  /** The newest turns' receipts, in any session, that put this memory in front of the model. */
+  turnsShowing(memoryId: string, options: { limit?: number } = {}): Promise<ReceiptList> {
+    return this.transport.send({
+      method: "GET", path: `${namePath(`${ADMIN}/memories`, memoryId)}/turns`, query: { limit: options.limit ?? 20 },
     });
   }
 

@@ -5,7 +5,8 @@
 
 export { MemorydConsole } from "./console.js";
 export type {
-  AdminListOptions, AdminSearchOptions, AsOfOptions, AuditOptions, CreateTokenRequest, CreateWorkstreamRequest, EraseOptions,
+  AdminListOptions, AdminSearchOptions, AsOfOptions, AuditOptions, CreateTokenRequest, CreateWorkstreamRequest,
+  EditMemoryOptions, EraseOptions, ErasureSelector,
   EventsOptions, PageOptions, ProjectListOptions, ReasonOptions, SessionListOptions, TokenListOptions, UserListOptions,
   WorkstreamChange, WorkstreamListOptions,
 } from "./console.js";

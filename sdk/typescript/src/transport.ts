@@ -46,6 +46,8 @@ export interface Call {
   key?: string;
   timeoutMs?: number;
   retries?: number;
+  /** Write only at this version (sent as If-Match). */
+  ifMatch?: number;
 }
 
 const RETRY_STATUSES = new Set([408, 429, 502, 503, 504]);
@@ -111,6 +113,7 @@ export class Transport {
     const headers: Record<string, string> = { Accept: "application/json" };
     if (token) headers["Authorization"] = `Bearer ${token}`;
     if (key) headers["Idempotency-Key"] = key;
+    if (call.ifMatch !== undefined) headers["If-Match"] = `"${call.ifMatch}"`;
     if (call.read && (this.options.readYourWrites ?? true) && this.positions.highest) {
       headers["X-Min-Position"] = String(this.positions.highest);
     }

@@ -180,6 +180,11 @@ export interface ReceiptPage {
   next_after: number;
 }
 
+/** Receipts, newest first. */
+export interface ReceiptList {
+  receipts: Receipt[];
+}
+
 export interface AuditRecord {
   position: number;
   action: string;
@@ -240,6 +245,42 @@ export interface ErasureCertificate {
   checks: ErasureCheck[];
   /** Every check found nothing of the erased memories. */
   free: boolean;
+}
+
+/** A memory an erasure would take, as its newest write left it (deleted ones too). */
+export interface ErasedMemory {
+  memory_id: string;
+  name: string;
+  scope: string;
+  scope_id: string;
+  type: string;
+  description: string;
+}
+
+/** What an erasure would take now; nothing is changed. */
+export interface ErasurePreview {
+  selector: Record<string, string>;
+  memories: ErasedMemory[];
+  /** The log events it would redact. */
+  positions: number[];
+}
+
+export interface ChainPoint {
+  position: number;
+  hash: string;
+}
+
+/** One page of the hash chain's walk: resume from `reached` until `complete` or `broken`. */
+export interface ChainPage {
+  /** Events this page checked. */
+  events: number;
+  reached: ChainPoint;
+  /** The log's head when the page was read. */
+  head: ChainPoint;
+  /** The walk reached the head and it verified. */
+  complete: boolean;
+  /** Where the chain stops holding; null when it holds. */
+  broken: { position: number; reason: string } | null;
 }
 
 /** One write of a memory: its version after it, where and when, who, and the memory it left. */
