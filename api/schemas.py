@@ -16,6 +16,7 @@ from marshmallow import ValidationError as SchemaError
 
 from api.cursors import Cursor
 from api.turn_schemas import ToolNamesSchema
+from events.audit import ACTION_FAMILIES
 from events.types import EVENT_CLASSES
 from memoryd.kernel.domain import (
     REST_MAX_CONTENT,
@@ -203,7 +204,9 @@ class AdminSearchQuery(AdminFilterQuery):
 
 class AuditQuery(RequestSchema):
     action = _text("action", load_default="",
-                   validate=validate.OneOf(["", *EVENT_CLASSES], error="action must be one of {choices}"))
+                   validate=validate.OneOf(["", *EVENT_CLASSES, *ACTION_FAMILIES], error="action must be one of {choices}"),
+                   metadata={"description": "an action, or a family of them: memory.*, identity.* (users, tokens and "
+                                            "sessions), project.*, ..."})
     actor = _text("actor", load_default="")
     memory_id = _text("memory_id", load_default="")
     project_id = _text("project_id", load_default="")

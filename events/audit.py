@@ -13,6 +13,10 @@ from memoryd.storage.schema import event_type_is, events
 
 AUDITED = tuple(EVENT_CLASSES)  # every event: memory, project, supersede, erasure and identity (user, token, session)
 IDENTITY_PREFIXES = ("user.", "token.", "session.")
+# an action filter may name a family ("memory.*": every memory action), or "identity.*" for users, tokens and sessions
+ACTION_FAMILIES = {f"{family}.*": tuple(action for action in AUDITED if action.startswith(f"{family}."))
+                   for family in sorted({action.split(".")[0] for action in AUDITED})}
+ACTION_FAMILIES["identity.*"] = tuple(action for action in AUDITED if action.startswith(IDENTITY_PREFIXES))
 
 
 @dataclass(frozen=True)
@@ -60,7 +64,9 @@ def list_audit(conn: Connection, query: AuditQuery) -> list[AuditRecord]:
         .order_by(events.c.position)
         .limit(query.limit)
     )
-    if query.action:
+    if query.action in ACTION_FAMILIES:
+        statement = statement.where(events.c.event_type.in_(ACTION_FAMILIES[query.action]))
+    elif query.action:
         statement = statement.where(event_type_is(query.action))
     if query.actor:
         statement = statement.where(events.c.meta["actor_user_id"].as_string() == query.actor)

@@ -244,3 +244,15 @@ def test_an_absurdly_large_after_is_not_a_server_error(admin: Caller, alice: Cal
     response = admin.get(f"{AUDIT}?after={10 ** 30}")
     assert response.status_code in (200, 400)
     assert response.json.get("records", []) == []
+
+
+@pytest.mark.parametrize(("family", "expected"), [
+    ("memory.*", ["memory.save", "memory.update", "memory.save", "memory.delete"]),
+    ("identity.*", ["user.create"]),
+    ("project.*", []),
+])
+def test_audit_records_can_be_filtered_by_a_family_of_actions(history: dict[str, Any], family: str,
+                                                              expected: list[str]) -> None:
+    admin = history["admin"]
+    assert admin.post("/v1/api/admin/users", json={"name": "carol"}).status_code == 201
+    assert [record["action"] for record in records(admin, f"?action={family}")] == expected

@@ -3,7 +3,7 @@
 import { call, query } from "./api.js";
 import { el, errorBox, field, replace, table } from "./dom.js";
 
-const ACTIONS = ["", "memory.save", "memory.update", "memory.delete", "memory.erase", "event.supersede",
+const ACTIONS = ["", "memory.*", "identity.*", "project.*", "memory.save", "memory.update", "memory.delete", "memory.erase", "event.supersede",
   "user.create", "user.deactivate", "user.reactivate", "token.create", "token.revoke", "session.open",
   "session.close", "project.create", "project.grant", "project.revoke", "project.archive", "project.reactivate",
   "project.delete"];
