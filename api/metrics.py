@@ -120,12 +120,16 @@ class ServiceState(Collector):
                                 "writes project in the API process (degraded, as /readyz says).", value=int(up))
         if not up:
             return
+        from rq import Worker  # only with a queue, as bootstrap imports it: rq is a tenth of a second of a start
+
         depth = GaugeMetricFamily("memoryd_queue_jobs", "Projection jobs waiting in the worker queue.")
         failed = GaugeMetricFamily("memoryd_queue_failed_jobs", "Jobs in the worker queue's failed registry.")
+        workers = GaugeMetricFamily("memoryd_queue_workers", "memoryd workers listening on the queue (none: jobs wait).")
         try:
             depth.add_metric([], queue.count)
             failed.add_metric([], queue.failed_job_registry.count)
+            workers.add_metric([], Worker.count(queue=queue))
         except Exception as error:  # Redis down: the log still takes writes, and the scrape still answers
             log.warning("metrics: queue unreadable: %s", type(error).__name__)
             return
-        yield from (depth, failed)
+        yield from (depth, failed, workers)

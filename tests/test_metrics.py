@@ -14,7 +14,18 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from api.app import create_app
 from memoryd.app.services import Services
-from tests.helpers import World, a_memory, caller_factory, free_port, make_services, plant, wait_until_serving
+from tests.helpers import (
+    World,
+    a_memory,
+    caller_factory,
+    free_port,
+    make_services,
+    plant,
+    spawn_worker,
+    stop,
+    until,
+    wait_until_serving,
+)
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -87,15 +98,21 @@ def test_lag_and_a_stalled_projection_show_in_the_gauges(admin: Any, services: S
     assert stopped[("memoryd_projection_lag_events", table)] == 2  # the planted event and the save after it
 
 
-def test_with_workers_the_queue_depth_and_failed_jobs_are_reported(sqlite_url: str, redis_url: str) -> None:
-    services = make_services(sqlite_url, redis_url, queue="metrics-test")
+def test_with_workers_the_queue_depth_failed_jobs_and_workers_are_reported(sqlite_url: str, redis_url: str) -> None:
+    services = make_services(sqlite_url, redis_url)  # a queue of its own: other runs share the test Redis
     try:
         caller = caller_factory(create_app(services), services)()
-        assert caller.save("queued_note").status_code == 201  # a catch-up job waits: no worker runs here
+        assert caller.save("queued_note").status_code == 201  # a catch-up job waits: no worker runs yet
         samples = scrape(caller.client)
         assert services.queue is not None and services.queue.count >= 1
         assert samples[("memoryd_queue_jobs", ())] == services.queue.count
         assert samples[("memoryd_queue_failed_jobs", ())] == 0
+        assert samples[("memoryd_queue_workers", ())] == 0
+        worker = spawn_worker(services)
+        try:
+            until(lambda: scrape(caller.client)[("memoryd_queue_workers", ())] == 1, "the worker to be counted")
+        finally:
+            stop(worker)
     finally:
         services.database.dispose()
 

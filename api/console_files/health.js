@@ -35,6 +35,7 @@ export async function healthView(section) {
     el("h3", {}, "Worker queue"),
     values.has("memoryd_queue_up")
       ? definitions([["Redis", values.get("memoryd_queue_up") ? "answers" : "down (writes project in the API process)"],
+        ["Workers", String(values.get("memoryd_queue_workers") ?? "")],
         ["Jobs waiting", String(values.get("memoryd_queue_jobs") ?? "")],
         ["Failed jobs", String(values.get("memoryd_queue_failed_jobs") ?? "")]])
       : el("p", {}, "No queue: projections run in the API process."));
