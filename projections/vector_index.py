@@ -21,7 +21,7 @@ from events.erasure import newest_erasure
 from memoryd.embeddings.embedder import Vectors
 from memoryd.storage.db import Database
 from memoryd.storage.schema import memory_vectors, projection_checkpoints
-from projections.filters import MemoryFilter
+from projections.filters import MemoryFilter, admitted_namespaces
 from projections.search.fusion import Spread
 from projections.search.state import TYPE_CODES
 from projections.vectors import VectorProjection, from_bytes
@@ -105,13 +105,7 @@ class VectorIndex:
     def _admitted(self, where: MemoryFilter, used: int) -> np.ndarray | None:
         """(Lock held) Which of the first ``used`` rows ``where`` admits; None: all of them."""
         mask = None
-        if where.scopes is not None:
-            numbers: set[int] = set()
-            for pattern in where.scopes:
-                if pattern.scope_id is None:
-                    numbers.update(self._by_scope.get(pattern.scope, ()))
-                elif (number := self._namespace_numbers.get((pattern.scope, pattern.scope_id))) is not None:
-                    numbers.add(number)
+        if (numbers := admitted_namespaces(where, self._namespace_numbers, self._by_scope)) is not None:
             seen = np.zeros(len(self._namespace_numbers), bool)
             seen[sorted(numbers)] = True
             mask = seen[self._namespaces[:used]]

@@ -15,7 +15,7 @@ from typing import NamedTuple, cast
 
 import numpy as np
 
-from projections.filters import MemoryFilter
+from projections.filters import MemoryFilter, admitted_namespaces
 from projections.search.gathered import Flat, Gathered
 from projections.search.parts import Delta, Segment
 from projections.search.ranking import idf
@@ -201,15 +201,8 @@ class Reader:
     def _visible(self, where: MemoryFilter) -> np.ndarray | None:
         """The namespace numbers ``where`` may see, ascending; None for all of them."""
         state = self.state
-        if where.scopes is None:
-            return None
-        numbers: set[int] = set()
-        for pattern in where.scopes:
-            if pattern.scope_id is None:
-                numbers.update(state.by_scope.get(pattern.scope, ()))
-            elif (number := state.namespace_numbers.get((pattern.scope, pattern.scope_id))) is not None:
-                numbers.add(number)
-        if len(numbers) == len(state.namespace_numbers):
+        numbers = admitted_namespaces(where, state.namespace_numbers, state.by_scope)
+        if numbers is None or len(numbers) == len(state.namespace_numbers):
             return None
         return np.array(sorted(numbers), np.int32)
 
