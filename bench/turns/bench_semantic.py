@@ -14,11 +14,11 @@
   minutes on 2 cores). Their values barely change what a search costs: it multiplies the query's vector with
   every row the caller may see and takes their spread, whatever they hold. What does follow the values is how
   many memories reach the similarity floor (each then joins the fusion): random vectors have cosines of about
-  ±0.05 with any query, so none reach 0.4; the third server, with ``similarity_floor = 0.1``, lets about
-  2.5 % through (2,500 at 100,000), more than real vectors pass (``turns`` prints how many do per query).
+  ±0.05 with any query, so none reach 0.4; the third server, with ``similarity_floor = 0``, lets half of them
+  through, about the share real vectors of this corpus pass at 0.4 (``turns`` prints how many do per query).
 
 The database is built once in ``--work`` (kept, and reused by the next run): the turns' vectors are embedded by
-the projection's own catch-up with the real model (about 2.5 minutes a core at 10,000).
+the projection's own catch-up with the real model (13-25 memories/s a core for these ~100-word memories: 7-12 minutes at 10,000).
 
     .venv/bin/python bench/turns/bench_semantic.py turns --work ../semantic-bench
     .venv/bin/python bench/turns/bench_semantic.py search --work ../semantic-bench
@@ -45,6 +45,7 @@ from bench_turns import ROOT, _free_port, _wait, conversation, percentiles, popu
 from corpus import CorpusSpec, make_queries  # noqa: E402
 from sqlalchemy import select  # noqa: E402
 
+from memoryd.app.scope import resolve  # noqa: E402
 from memoryd.app.services import Services  # noqa: E402
 from memoryd.app.turn import TurnRequest  # noqa: E402
 from memoryd.bootstrap import build_services  # noqa: E402
@@ -55,6 +56,7 @@ from memoryd.storage.schema import structured_memories  # noqa: E402
 from memoryd.storage.sessions import Session  # noqa: E402
 from projections.filters import MemoryFilter  # noqa: E402
 from projections.projector import lock_checkpoint, save_checkpoint  # noqa: E402
+from projections.search.fusion import BM25_DEPTH  # noqa: E402
 from projections.search.fusion import SIMILARITY_FLOOR as FLOOR  # noqa: E402
 from projections.vectors import _upsert, projection_name, to_bytes  # noqa: E402
 
@@ -206,10 +208,10 @@ def search(work: Path, size: int, rounds: int, per_round: int) -> None:
     queries = make_queries(CorpusSpec(count=1_000), 400)
     servers: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
     try:
-        floor = work / "floor-0.1.toml"
-        floor.write_text("[search]\nsimilarity_floor = 0.1\n")
+        floor = work / "floor-0.toml"
+        floor.write_text("[search]\nsimilarity_floor = 0.0\n")
         for side, semantic, config in (("off", "off", None), ("local", "local", None),
-                                       ("local, floor 0.1", "local", floor)):
+                                       ("local, floor 0", "local", floor)):
             port = _free_port()
             env = {**os.environ, "MEMORYD_DATABASE_URL": f"sqlite:///{directory / 'memoryd.db'}",
                    "MEMORYD_PORT": str(port), "MEMORYD_SEARCH_SEMANTIC": semantic}
@@ -250,9 +252,9 @@ def search(work: Path, size: int, rounds: int, per_round: int) -> None:
                         samples[side][-1].append(elapsed)
                         hits[side].append(found)
                         number += 1
-        print(f"\nPOST /v1/api/memories/search over loopback HTTP, {size:,} memories, one session's envelope, "
-              f"limit 10, `memoryd serve` off vs local, {rounds} rounds of {per_round} searches a side; ms, "
-              f"medians of the rounds' figures:\n")
+        print(f"\nPOST /v1/api/memories/search over loopback HTTP, {size:,} memories, one user's envelope, "
+              f"limit 10, `memoryd serve` off vs local (and local, floor 0), {rounds} rounds of {per_round} "
+              f"searches a side; ms, medians of the rounds' figures:\n")
         print("| server | searches | p50 | p95 | p99 | p95 of each round |\n|---|---|---|---|---|---|")
         for side, rounds_ in samples.items():
             print(summary(f"semantic {side}", rounds_))
@@ -262,6 +264,40 @@ def search(work: Path, size: int, rounds: int, per_round: int) -> None:
         for server, _ in servers.values():
             server.terminate()
             server.wait(30)
+    phases(directory, queries, per_round)
+
+
+def phases(directory: Path, queries: list[str], count: int) -> None:
+    """Where a fused search's time goes, in process on the same file: each phase on each query in turn."""
+    services = open_services(directory, LocalEmbedder())
+    channel, fused = services.vectors, services.search.fused
+    assert channel is not None and fused is not None
+    session, _ = viewer(services)
+    where = resolve(session, services.directory, services.store).envelope_filter()
+    index = services.search.catch_up()
+    vectors = {query: channel.embed_query(query) for query in queries[:count]}
+    steps: dict[str, Callable[[str], object]] = {
+        "BM25, top 10 (the ranking with the channel off)": lambda query: index.candidates(where, query, 10),
+        f"BM25, top {BM25_DEPTH} (the fusion's depth)": lambda query: index.candidates(where, query, BM25_DEPTH),
+        "the query's embedding": channel.embed_query,
+        f"similarities over the envelope, floor {FLOOR}": lambda query: channel.index.similar(
+            vectors[query], where, FLOOR),
+        "similarities over the envelope, floor 0": lambda query: channel.index.similar(vectors[query], where, 0.0),
+        "the whole fused ranking, top 10": lambda query: fused.candidates(index, where, query, 10),
+    }
+    samples: dict[str, list[float]] = {name: [] for name in steps}
+    for query in vectors:
+        for name, step in steps.items():
+            started = time.perf_counter()
+            step(query)
+            samples[name].append((time.perf_counter() - started) * 1000)
+    print(f"\nIn process, the same file ({len(channel.index):,} vectors), {count} queries, each phase on each "
+          f"query in turn; ms:\n")
+    print("| phase | p50 | p95 |\n|---|---|---|")
+    for name, values in samples.items():
+        p50, p95, _ = percentiles(values)
+        print(f"| {name} | {p50:.2f} | {p95:.2f} |")
+    services.database.dispose()
 
 
 def main() -> None:
