@@ -92,6 +92,16 @@ def make_embedder(kind: str, seconds_per_text: float) -> Callable[[], Embedder]:
     return lambda: model
 
 
+def stopped(services: Services) -> None:
+    """The channel's catch-up stopped and its thread gone: a real model's step (256 texts) outlasts ``stop``'s
+    10 s wait, and would go on embedding into the next round, then fail on a removed database."""
+    assert services.vectors is not None
+    services.vectors.stop()
+    for thread in threading.enumerate():
+        if thread.name == f"memoryd-{services.vectors.name}":
+            thread.join()
+
+
 @contextmanager
 def databases(backend: str, count: int) -> Iterator[list[str]]:
     """``count`` fresh, empty database URLs on ``backend``."""
@@ -134,7 +144,7 @@ def saves_round(backend: str, count: int, seed: int, embedder: Callable[[], Embe
                     spent[side] += time.perf_counter() - started
             embedded = on.vectors.checkpoint()
         finally:
-            on.vectors.stop()
+            stopped(on)
             off.database.dispose()
             on.database.dispose()
     return count / spent["off"], count / spent["on"], embedded
