@@ -247,6 +247,7 @@ def search(work: Path, size: int, rounds: int, per_round: int) -> None:
                 samples[side].append([])
             for _ in range(0, per_round, BLOCK):
                 for side in order:
+                    connections[side].close()  # a new keep-alive connection a block: waitress drops idle ones
                     for _ in range(BLOCK):
                         elapsed, found = searched(side, number)
                         samples[side][-1].append(elapsed)
