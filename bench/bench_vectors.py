@@ -9,21 +9,25 @@ Two measurements, per backend:
   should match; what the channel costs a save is the catch-up's own transactions and CPU beside it.
 * **Drain of a bulk import.** ``--drain`` memories are imported (``memoryd memories import``'s path, batches of
   500) with the channel off, then the channel's catch-up thread starts from position 0 and the time until its
-  checkpoint reaches the head gives the drain rate (memories/s). Meanwhile a reader thread searches (BM25, the
-  search service's own path) and the vectors index answers similarities for 100 candidates: both keep answering,
-  and their median latencies are reported. 100,000 memories drain in ``100000 / rate`` seconds at the measured
-  rate (the per-batch work does not grow with the backlog: each step reads the next batch by position).
+  checkpoint reaches the head gives the drain rate (memories/s). Meanwhile a reader thread searches (the search
+  service's own path: the query embedded, BM25 fused with the vectors caught up so far) and the vectors index
+  answers similarities for 100 candidates: both keep answering, and their median latencies are reported.
+  100,000 memories drain in ``100000 / rate`` seconds at the measured rate (the per-batch work does not grow
+  with the backlog: each step reads the next batch by position).
 
 The embedder is the tests' deterministic fake (hashed bag of words, 64 dimensions: ``tests/fake_embeddings.py``),
 so the numbers are the channel's own mechanics (read, decode, write, checkpoint). ``--embed-ms`` adds a pause per
 text inside the embedder, releasing the GIL as an ONNX session does, to see a model's speed bound the drain: the
 drain rate is then about ``min(mechanics rate, 1000 / embed_ms)`` memories/s per catch-up thread.
+``--embedder local`` uses the real local model instead (``memoryd.embeddings.local``, the semantic extra): the
+saves' figures then include the model's CPU beside them, and the searches during the drain embed their query.
 
 Run from the repo root::
 
     .venv/bin/python bench/bench_vectors.py                         # both backends, defaults
     .venv/bin/python bench/bench_vectors.py --backend sqlite --saves 1000 --rounds 5 --drain 20000
     .venv/bin/python bench/bench_vectors.py --embed-ms 2            # a model at 2 ms per text
+    .venv/bin/python bench/bench_vectors.py --backend sqlite --embedder local --drain 3000  # the real model
 
 PostgreSQL: ``MEMORYD_BENCH_POSTGRES_URL`` (default ``postgresql+psycopg://postgres@127.0.0.1:5432/test``); fresh
 schemas, dropped afterwards.
@@ -39,7 +43,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -52,7 +56,7 @@ from events.types import EventMetadata
 from memoryd.app.services import Services
 from memoryd.app.transfer import import_memories
 from memoryd.bootstrap import build_services
-from memoryd.embeddings.embedder import Vectors
+from memoryd.embeddings.embedder import Embedder, Vectors
 from memoryd.kernel.config import Config, StorageSettings
 from memoryd.kernel.domain import REST_MAX_CONTENT, Namespace
 from memoryd.storage import migrate
@@ -78,6 +82,26 @@ class SlowFake(FakeEmbedder):
         return super().embed(texts)
 
 
+def make_embedder(kind: str, seconds_per_text: float) -> Callable[[], Embedder]:
+    """A new fake per call, or the one local model (loaded once: it is thread-safe)."""
+    if kind == "fake":
+        return lambda: SlowFake(seconds_per_text)
+    from memoryd.embeddings.local import LocalEmbedder
+
+    model = LocalEmbedder()
+    return lambda: model
+
+
+def stopped(services: Services) -> None:
+    """The channel's catch-up stopped and its thread gone: a real model's step (256 texts) outlasts ``stop``'s
+    10 s wait, and would go on embedding into the next round, then fail on a removed database."""
+    assert services.vectors is not None
+    services.vectors.stop()
+    for thread in threading.enumerate():
+        if thread.name == f"memoryd-{services.vectors.name}":
+            thread.join()
+
+
 @contextmanager
 def databases(backend: str, count: int) -> Iterator[list[str]]:
     """``count`` fresh, empty database URLs on ``backend``."""
@@ -89,7 +113,7 @@ def databases(backend: str, count: int) -> Iterator[list[str]]:
             yield [stack.enter_context(postgres_schema("vectors"))[1] for _ in range(count)]
 
 
-def services_on(url: str, embedder: FakeEmbedder | None) -> Services:
+def services_on(url: str, embedder: Embedder | None) -> Services:
     services = build_services(Config(storage=StorageSettings(database_url=url)), embedder)
     migrate.upgrade(services.database)
     return services
@@ -101,12 +125,12 @@ def saves(rng: random.Random, count: int) -> list[SaveMemory]:
             for index in range(count)]
 
 
-def saves_round(backend: str, count: int, seed: int, embed_seconds: float) -> tuple[float, float, int]:
+def saves_round(backend: str, count: int, seed: int, embedder: Callable[[], Embedder]) -> tuple[float, float, int]:
     """(saves/s off, saves/s on, vectors written by the end) for one round on fresh databases."""
     commands = saves(random.Random(seed), count)
     metadata = EventMetadata(surface="cli")
     with databases(backend, 2) as (off_url, on_url):
-        off, on = services_on(off_url, None), services_on(on_url, SlowFake(embed_seconds))
+        off, on = services_on(off_url, None), services_on(on_url, embedder())
         assert on.vectors is not None
         on.vectors.start()
         spent = {"off": 0.0, "on": 0.0}
@@ -120,18 +144,18 @@ def saves_round(backend: str, count: int, seed: int, embed_seconds: float) -> tu
                     spent[side] += time.perf_counter() - started
             embedded = on.vectors.checkpoint()
         finally:
-            on.vectors.stop()
+            stopped(on)
             off.database.dispose()
             on.database.dispose()
     return count / spent["off"], count / spent["on"], embedded
 
 
-def drain(backend: str, count: int, seed: int, embed_seconds: float) -> dict[str, float]:
+def drain(backend: str, count: int, seed: int, embedder: Callable[[], Embedder]) -> dict[str, float]:
     rng = random.Random(seed)
     lines = (json.dumps({"name": f"imported_{index}", "content": memory_content(rng), "description": "imported"})
              for index in range(count))
     with databases(backend, 1) as (url,):
-        services = services_on(url, SlowFake(embed_seconds))
+        services = services_on(url, embedder())
         channel = services.vectors
         assert channel is not None
         try:
@@ -180,13 +204,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--drain", type=int, help="memories imported, then drained (default: 20000 SQLite, "
                                                   "10000 PostgreSQL; 0: skip)")
-    parser.add_argument("--embed-ms", type=float, default=0.0, help="a pause per text in the embedder (a model's cost)")
+    parser.add_argument("--embed-ms", type=float, default=0.0, help="a pause per text in the fake (a model's cost)")
+    parser.add_argument("--embedder", choices=["fake", "local"], default="fake",
+                        help="local: the real all-MiniLM-L6-v2 (the semantic extra) in place of the fake")
     args = parser.parse_args(argv)
-    print_header(__file__, argv, environment(f"embedder: fake, 64 dims, +{args.embed_ms:g} ms per text"))
+    embedder = make_embedder(args.embedder, args.embed_ms / 1000)
+    described = (f"local, {embedder().model}" if args.embedder == "local"
+                 else f"fake, 64 dims, +{args.embed_ms:g} ms per text")
+    print_header(__file__, argv, environment(f"embedder: {described}"))
     table, notes = ["backend   side  saves/s (median of rounds)  rounds"], []
     for backend in ("sqlite", "postgres") if args.backend == "both" else (args.backend,):
         count = args.saves or DEFAULT_SAVES[backend]
-        rounds = [saves_round(backend, count, SEED + index, args.embed_ms / 1000) for index in range(args.rounds)]
+        rounds = [saves_round(backend, count, SEED + index, embedder) for index in range(args.rounds)]
         for side, column in (("off", 0), ("on", 1)):
             values = [round_[column] for round_ in rounds]
             table.append(f"{backend:9} {side:4}  {statistics.median(values):10.0f}"
@@ -197,7 +226,7 @@ def main(argv: list[str] | None = None) -> None:
                      f"of {count} positions (median)")
         size = DEFAULT_DRAIN[backend] if args.drain is None else args.drain
         if size:
-            found = drain(backend, size, SEED, args.embed_ms / 1000)
+            found = drain(backend, size, SEED, embedder)
             notes.append(f"{backend}: drain of {size} imported memories (imported at {found['imported_per_s']:.0f}/s "
                          f"with the channel off): {found['drain_s']:.1f} s, {found['drain_per_s']:.0f} memories/s "
                          f"-> 100,000 in about {100_000 / found['drain_per_s']:.0f} s (extrapolated); "
