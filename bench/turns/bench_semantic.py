@@ -192,7 +192,9 @@ def turns(work: Path, size: int, rounds: int, per_round: int) -> None:
     for label, texts in (("a search's query", queries[:100]),
                          ("a turn's context", [TurnRequest.parse({"messages": conversation(queries, n)}).context
                                                for n in range(100)])):
-        close = [len(local.vectors.index.similar(embed_query(text), MemoryFilter(), FLOOR)[0]) for text in texts]
+        everything = len(local.vectors.index)  # as many as may pass: every one that reaches the floor counts
+        close = [len(local.vectors.index.similar(embed_query(text), MemoryFilter(), FLOOR, everything)[0])
+                 for text in texts]
         print(f"# memories whose real vector reaches the floor {FLOOR} with {label}: median "
               f"{statistics.median(close):.0f}, max {max(close)} (100 of them)")
     for services in (off, local):
@@ -281,9 +283,10 @@ def phases(directory: Path, queries: list[str], count: int) -> None:
         "BM25, top 10 (the ranking with the channel off)": lambda query: index.candidates(where, query, 10),
         f"BM25, top {BM25_DEPTH} (the fusion's depth)": lambda query: index.candidates(where, query, BM25_DEPTH),
         "the query's embedding": channel.embed_query,
-        f"similarities over the envelope, floor {FLOOR}": lambda query: channel.index.similar(
-            vectors[query], where, FLOOR),
-        "similarities over the envelope, floor 0": lambda query: channel.index.similar(vectors[query], where, 0.0),
+        f"similarities over the envelope, floor {FLOOR}, best 10": lambda query: channel.index.similar(
+            vectors[query], where, FLOOR, 10),
+        "similarities over the envelope, floor 0, best 10": lambda query: channel.index.similar(
+            vectors[query], where, 0.0, 10),
         "the whole fused ranking, top 10": lambda query: fused.candidates(index, where, query, 10),
     }
     samples: dict[str, list[float]] = {name: [] for name in steps}

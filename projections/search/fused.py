@@ -36,7 +36,8 @@ class FusedSearch:
         except EmbeddingUnavailable as error:
             return Candidates(found.position, found.in_scope, found.ranked[:limit]), \
                 f"semantic search is unavailable ({error.message}): BM25 alone"
-        close, spread = self.channel.index.similar(vector, where, self.fusion.similarity_floor)
+        close, spread = self.channel.index.similar(vector, where, self.fusion.similarity_floor, limit,
+                                                   [candidate.memory_id for candidate in found.ranked])
         return Candidates(found.position, found.in_scope, self._fused(index, found.ranked, close, spread, limit)), None
 
     def among_versions(self, index: SearchIndex, query: str, limit: int, versions: Mapping[str, int]

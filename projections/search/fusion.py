@@ -52,7 +52,8 @@ def fused_scores(bm25: Mapping[str, float], similarities: Mapping[str, float], f
     ``bm25``: the BM25 scores of the caller's best matches (at least the top ``BM25_DEPTH``; a memory left
     out, or at 0, shares no word with the query). ``similarities``: the cosine similarity of every memory the
     caller may see that has a vector (its z-scores are over these); or, with their ``spread`` given, of those
-    at or above the floor at least. Empty ``similarities``: BM25 alone.
+    that can rank (at or above the floor): BM25's candidates and the most similar. Empty ``similarities``: BM25
+    alone.
     """
     best = max(bm25.values(), default=0.0)
     scores = {memory: fusion.lexical_weight * score / best for memory, score in bm25.items() if score > 0}
