@@ -83,7 +83,7 @@ class VectorIndex:
             spread = Spread(float(scores.mean()), float(scores.std()))
             top = np.flatnonzero(scores >= floor)
             if len(top) > best:
-                top = top[np.argpartition(scores[top], len(top) - best)[len(top) - best:]]
+                top = top[np.argpartition(scores[top], len(top) - best)[len(top) - best:]] if best > 0 else top[:0]
             close = {self._ids[rows[index]]: float(scores[index]) for index in top.tolist()}
             wanted = [(memory_id, row) for memory_id in also if memory_id not in close
                       and (row := self._row_of.get(memory_id)) is not None and (admitted is None or admitted[row])]

@@ -17,8 +17,9 @@ import pytest
 from api.app import create_app
 from memoryd.app.services import Services
 from memoryd.kernel.config import SearchSettings
+from projections.search.fusion import Fusion, fused_ranking
 from tests.fake_embeddings import FakeEmbedder
-from tests.helpers import AgentSession, Caller, World, caller_factory, make_services
+from tests.helpers import AgentSession, Caller, World, caller_factory, make_services, table_rows
 
 VIOLIN = ("violin_evenings", "She plays the violin", "hobby")
 # the fake's cosines are lower than a real model's (a shared concept among a few words): a floor of its own
@@ -115,3 +116,18 @@ def test_an_embedder_that_cannot_answer_leaves_bm25_alone_and_the_turn_says_so(c
     assert channel.search(channel.alice, "tax return") == ["tax_deadline"]
     turn = channel.agent.turn("when is the tax return due?")
     assert injected(turn) == ["tax_deadline"] and "BM25 alone" in turn["degraded"]
+
+
+def test_a_small_page_holds_the_best_of_many_memories_that_pass_the_floor(channel: Channel) -> None:
+    for number in range(12):  # all about an instrument: the more practice, the further from "guitar"
+        assert channel.alice.save(f"music_{number}", "violin " + "practice " * number, "hobby",
+                                  scope="user").status_code == 201
+    channel.embed_all()
+    vectors = channel.services.vectors
+    assert vectors is not None
+    mine = {row["memory_id"]: row["name"] for row in table_rows(channel.services) if row["scope_id"] == channel.alice.user_id}
+    every = vectors.similarities(vectors.embed_query("guitar"), mine)
+    assert sum(similarity >= FLOOR for similarity in every.values()) > 3
+    expected = [mine[memory_id] for memory_id in fused_ranking({}, every, Fusion(similarity_floor=FLOOR))[:3]]
+    page = channel.alice.post("/v1/api/memories/search", json={"query": "guitar", "scope": "user", "limit": 3})
+    assert [row["name"] for row in page.get_json()["memories"]] == expected
