@@ -27,11 +27,9 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-import shutil
 import signal
 import statistics
 import sys
-import tempfile
 import uuid
 from contextlib import ExitStack
 from pathlib import Path
@@ -41,7 +39,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from common import environment, postgres_schema, print_header, print_results
 from redis import Redis
 from rq import Queue
-from stacks import SAVE, SEARCH, TURN, Load, Stack, embedded, p50_ms, per_second, prepare, production, stop, wait_healthy
+from stacks import (
+    SAVE,
+    SEARCH,
+    TURN,
+    Load,
+    Stack,
+    embedded,
+    log_folder,
+    p50_ms,
+    per_second,
+    prepare,
+    production,
+    stop,
+    wait_healthy,
+)
 
 from workers.redis_dispatch import pending_key
 
@@ -133,17 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     print_header(__file__, argv, environment(f"gunicorn {gunicorn.__version__}"))
     print(f"# production: gunicorn {args.gunicorn} + {args.workers} memoryd worker(s), Redis {REDIS_URL}; "
           f"{args.clients} closed-loop clients, {args.seconds:g} s per operation and stack, {args.rounds} rounds")
-    logs = Path(tempfile.mkdtemp(prefix="memoryd-bench-production-"))
     notes: list[str] = []
-    try:
+    with log_folder("memoryd-bench-production-", notes, args.keep_logs) as logs:
         lines = run(args, notes, logs)
-    except BaseException:
-        print(f"# failed: logs kept in {logs}", file=sys.stderr)
-        raise
-    if args.keep_logs:
-        notes.append(f"logs kept in {logs}")
-    else:
-        shutil.rmtree(logs, ignore_errors=True)
     print_results(lines, notes)
     return 0
 

@@ -52,11 +52,9 @@ import json
 import os
 import random
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -83,7 +81,7 @@ from common import (
 )
 from redis import Redis
 from rq import Queue, Worker
-from stacks import base_env, free_port, spawn, stop
+from stacks import base_env, free_port, log_folder, spawn, stop, wait_serving
 
 from memoryd.bootstrap import build_services
 from memoryd.kernel.config import Config, StorageSettings
@@ -218,24 +216,6 @@ def _prepare(url: str) -> tuple[str, str]:
         services.database.dispose()
 
 
-def _wait_healthy(stack: Stack, logs: Path, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for process in stack.processes:
-            if process.poll() is not None:
-                raise RuntimeError(f"{stack.mode}: a process exited with {process.returncode}; logs in {logs}")
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", stack.port, timeout=1)
-            conn.request("GET", "/healthz")
-            if conn.getresponse().status == 200:
-                conn.close()
-                return
-        except OSError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError(f"{stack.mode}: gunicorn did not answer /healthz within {timeout:.0f} s; logs in {logs}")
-
-
 def _percentiles(values: list[float]) -> tuple[float, float, float]:
     if len(values) < 2:
         value = values[0] if values else float("nan")
@@ -269,17 +249,8 @@ def run(args: argparse.Namespace, notes: list[str]) -> list[str]:
     queue_name = f"memoryd-bench-{uuid.uuid4().hex[:8]}"
     redis = Redis.from_url(REDIS_URL, socket_connect_timeout=2)
     redis.ping()
-    logs = Path(tempfile.mkdtemp(prefix="memoryd-bench-lag-"))
-    try:
-        lines = _run_stacks(args, notes, rates, segments, queue_name, redis, logs)
-    except BaseException:
-        print(f"# failed: subprocess logs kept in {logs}", file=sys.stderr)
-        raise
-    if args.keep_logs:
-        notes.append(f"subprocess logs kept in {logs}")
-    else:
-        shutil.rmtree(logs, ignore_errors=True)
-    return lines
+    with log_folder("memoryd-bench-lag-", notes, args.keep_logs) as logs:
+        return _run_stacks(args, notes, rates, segments, queue_name, redis, logs)
 
 
 def _run_stacks(args: argparse.Namespace, notes: list[str], rates: list[int], segments: int, queue_name: str,
@@ -317,7 +288,7 @@ def _run_stacks(args: argparse.Namespace, notes: list[str], rates: list[int], se
             processes.append(process)
             stacks[WORKERS].processes.append(process)
         for stack in stacks.values():
-            _wait_healthy(stack, logs)
+            wait_serving(stack.mode, stack.port, stack.processes, logs, 30)
         _wait_for_workers(redis, queue_name, args.workers, stacks[WORKERS], logs)
 
         poller = CheckpointPoller(stacks[WORKERS].schema)

@@ -24,7 +24,6 @@ import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -32,7 +31,21 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from common import environment, postgres_schema, print_header, print_results
-from stacks import SAVE, SEARCH, TURN, Done, Load, free_port, p50_ms, per_second, prepare, production, stop, wait_healthy
+from stacks import (
+    SAVE,
+    SEARCH,
+    TURN,
+    Done,
+    Load,
+    free_port,
+    log_folder,
+    p50_ms,
+    per_second,
+    prepare,
+    production,
+    stop,
+    wait_healthy,
+)
 
 OPS = (SAVE, SEARCH, TURN)
 WINDOWS = ("before", "Redis down", "after")
@@ -124,14 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# gunicorn {args.gunicorn} + {args.workers} memoryd worker(s) on PostgreSQL, a redis-server of the bench's "
           f"own; {args.clients} clients, mix {args.mix} (saves:searches:turns), windows of {args.outage:g} s, "
           f"{args.rounds} rounds")
-    logs = Path(tempfile.mkdtemp(prefix="memoryd-bench-outage-"))
     notes: list[str] = []
-    try:
+    with log_folder("memoryd-bench-outage-", notes) as logs:
         lines = run(args, notes, logs)
-    except BaseException:
-        print(f"# failed: logs kept in {logs}", file=sys.stderr)
-        raise
-    shutil.rmtree(logs, ignore_errors=True)
     print_results(lines, notes)
     return 0
 

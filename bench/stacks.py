@@ -11,13 +11,16 @@ import http.client
 import json
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -102,13 +105,19 @@ def stop(processes: Sequence[subprocess.Popen[bytes]], sig: int = signal.SIGTERM
 
 
 def wait_healthy(stack: Stack, logs: Path, timeout: float = 60) -> None:
+    wait_serving(stack.name, stack.port, stack.processes, logs, timeout)
+
+
+def wait_serving(name: str, port: int, processes: Sequence[subprocess.Popen[bytes]], logs: Path,
+                 timeout: float = 60) -> None:
+    """Until ``/healthz`` answers on ``port``; fails at once if one of ``processes`` exits."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for process in stack.processes:
+        for process in processes:
             if process.poll() is not None:
-                raise RuntimeError(f"{stack.name}: a process exited with {process.returncode}; logs in {logs}")
+                raise RuntimeError(f"{name}: a process exited with {process.returncode}; logs in {logs}")
         try:
-            conn = http.client.HTTPConnection("127.0.0.1", stack.port, timeout=1)
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
             conn.request("GET", "/healthz")
             if conn.getresponse().status == 200:
                 conn.close()
@@ -116,7 +125,22 @@ def wait_healthy(stack: Stack, logs: Path, timeout: float = 60) -> None:
         except OSError:
             pass
         time.sleep(0.1)
-    raise RuntimeError(f"{stack.name}: no answer on /healthz within {timeout:.0f} s; logs in {logs}")
+    raise RuntimeError(f"{name}: no answer on /healthz within {timeout:.0f} s; logs in {logs}")
+
+
+@contextmanager
+def log_folder(prefix: str, notes: list[str], keep: bool = False) -> Iterator[Path]:
+    """A scratch folder for the servers' logs: kept, and named, when the bench fails or with ``keep``."""
+    logs = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield logs
+    except BaseException:
+        print(f"# failed: logs kept in {logs}", file=sys.stderr)
+        raise
+    if keep:
+        notes.append(f"logs kept in {logs}")
+    else:
+        shutil.rmtree(logs, ignore_errors=True)
 
 
 def embedded(name: str, url: str, credentials: Credentials, logs: Path) -> Stack:
