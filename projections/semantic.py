@@ -43,6 +43,10 @@ class VectorChannel:
     def checkpoint(self) -> int:
         return self.catch_up.checkpoint()
 
+    def warm(self) -> None:
+        """Load the model now (``Embedder.warm``): a serving process's first searches need not wait for it."""
+        self.embedder.warm()
+
     def start(self) -> None:
         """Catch up in the background from now on (the serving process without workers; ``memoryd worker``)."""
         if self._loop is None:

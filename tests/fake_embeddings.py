@@ -49,16 +49,22 @@ def _slot(word: str, dimension: int) -> int:
 class FakeEmbedder:
     """An ``Embedder`` of hashed bags of words. ``blocked`` cleared holds every call until it is set again (a
     save must not wait for it); ``unavailable`` makes every call raise ``EmbeddingUnavailable``; ``texts``
-    holds every text it was asked for, ``called`` is set by the first call (a held one too)."""
+    holds every text it was asked for, ``called`` is set by the first call (a held one too), ``warmed`` by
+    ``warm``."""
 
     def __init__(self, dimension: int = DIMENSION, model: str = "fake-hashed-words") -> None:
         self.dimension, self.model = dimension, f"{model}/{dimension}"
         self.blocked = threading.Event()
         self.blocked.set()
         self.called = threading.Event()
+        self.warmed = threading.Event()
         self.unavailable = False
         self.calls = 0
         self.texts: list[str] = []
+
+    def warm(self) -> None:
+        """Nothing to load; ``warmed`` says it was asked to."""
+        self.warmed.set()
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         self.called.set()

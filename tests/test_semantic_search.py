@@ -72,6 +72,12 @@ def injected(turn: Any) -> list[str]:
     return [item["name"] for item in turn["items"]]
 
 
+def test_a_serving_process_warms_the_model_in_the_background_at_start(channel: Channel) -> None:
+    assert not channel.embedder.warmed.is_set()
+    channel.services.search.warm_up().join(30)
+    assert channel.embedder.warmed.is_set()
+
+
 def test_a_memory_sharing_no_word_with_the_query_is_found_by_its_meaning(channel: Channel) -> None:
     assert channel.search(channel.alice, "guitar lessons") == ["violin_evenings"]
     assert channel.search(channel.alice, "tax return") == ["tax_deadline"]  # words still find what they match

@@ -30,6 +30,13 @@ class Embedder(Protocol):
         """
         ...
 
+    def warm(self) -> None:
+        """Prepare now what the first ``embed`` would (a local model loads), so that no query waits for it.
+
+        A serving process calls it in the background at start; a command that never embeds never does.
+        """
+        ...
+
 
 class EmbeddingUnavailable(MemorydError):
     """The embedder cannot answer now (an endpoint down, slow or refusing): callers fall back to BM25 alone."""

@@ -48,6 +48,9 @@ class EndpointEmbedder:
             raise
         self.model = f"{model}/{self.dimension}"
 
+    def warm(self) -> None:
+        """Nothing to prepare: a connection opens on a thread's first request."""
+
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.empty((0, self.dimension), dtype=np.float32)

@@ -177,10 +177,16 @@ class SearchService:
         return SearchIndex(self.k1, self.b, analyzer=self.analyzer)
 
     def warm_up(self) -> threading.Thread:
-        """Load or build the index in the background, so the first search need not wait."""
-        thread = threading.Thread(target=self.catch_up, name="memoryd-search-warm-up", daemon=True)
+        """Load or build the index, then the semantic channel's model, in the background, so the first search
+        need not wait."""
+        thread = threading.Thread(target=self._warm, name="memoryd-search-warm-up", daemon=True)
         thread.start()
         return thread
+
+    def _warm(self) -> None:
+        self.catch_up()
+        if self.fused is not None:
+            self.fused.channel.warm()
 
     def save_snapshot(self) -> int:
         """Store the caught-up index for other processes to start from; keep only the newest."""
