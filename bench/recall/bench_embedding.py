@@ -72,8 +72,9 @@ def main() -> None:
         label = f"{commit_label(checkout)} {checkout.resolve().name}"
         started = time.perf_counter()
         embedders[label] = embedder_of(checkout.resolve(), args.threads)
+        embedders[label].embed(questions[:1])  # a model made on first use is made now
         loaded[label] = time.perf_counter() - started
-        embedders[label].embed(questions[:5])  # the first calls allocate
+        embedders[label].embed(questions[1:5])  # the first calls allocate
     took: dict[str, list[list[float]]] = {label: [] for label in embedders}
     computed: dict[str, list[list[float]]] = {label: [] for label in embedders}
     for round_ in range(args.rounds):
@@ -90,8 +91,9 @@ def main() -> None:
                     computed[label][-1].append((time.process_time() - cpu) * 1000)
     print(f"# onnxruntime threads {args.threads or 'one per core'}, {args.rounds} rounds of {len(questions)} queries\n")
     reference = embedder_of(ROOT, args.threads, quantize=False).embed(memories)
-    print("| checkout | model | load | query, wall clock | query, CPU time | batch of memories, wall clock | "
-          "the same, CPU time | cosine with float products: mean, least |\n|---|---|---|---|---|---|---|---|")
+    print("| checkout | model | ready (made, a first text embedded) | query, wall clock | query, CPU time | "
+          "batch of memories, wall clock | "
+          "the same, CPU time | cosine with the model as shipped: mean, least |\n|---|---|---|---|---|---|---|---|")
     for label, embedder in embedders.items():
         started, cpu = time.perf_counter(), time.process_time()
         vectors = embedder.embed(memories)
