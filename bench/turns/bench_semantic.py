@@ -18,7 +18,7 @@
   through, about the share real vectors of this corpus pass at 0.4 (``turns`` prints how many do per query).
 
 The database is built once in ``--work`` (kept, and reused by the next run): the turns' vectors are embedded by
-the projection's own catch-up with the real model (13-25 memories/s a core for these ~100-word memories: 7-12 minutes at 10,000).
+the projection's own catch-up with the real model (about 43 memories/s a core for these ~100-word memories: 4 minutes at 10,000).
 
     .venv/bin/python bench/turns/bench_semantic.py turns --work ../semantic-bench
     .venv/bin/python bench/turns/bench_semantic.py search --work ../semantic-bench
