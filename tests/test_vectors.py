@@ -138,6 +138,35 @@ def test_a_new_model_is_a_new_projection_built_from_position_zero(semantic: Sema
     assert verify_vectors(services.database, services.projector, semantic.channel.projection).ok
 
 
+def test_a_retired_models_vectors_are_listed_and_dropped_and_the_configured_models_kept(
+        semantic: Semantic, monkeypatch: pytest.MonkeyPatch) -> None:
+    services = semantic.services
+    for name in ("alpha", "beta"):
+        save_memory(services, name, f"{name} content")
+    semantic.channel.catch_up.run()
+    retired = VectorChannel(services.database, services.store, FakeEmbedder(dimension=32, model="retired-model"))
+    retired.catch_up.run()
+
+    def memoryd(*args: str) -> Any:
+        return cli(services, monkeypatch, semantic.embedder, "projections", *args)
+
+    listed = memoryd("models")
+    assert listed.exit_code == 0, listed.output
+    assert f"{semantic.channel.model}: 2 vectors (configured)\n" in listed.output
+    assert f"{retired.model}: 2 vectors\n" in listed.output
+    refused = memoryd("drop-model", semantic.channel.model)
+    assert refused.exit_code == 1 and "projections rebuild vectors" in refused.output
+    unknown = memoryd("drop-model", "no-such-model/3")
+    assert unknown.exit_code == 1 and retired.model in unknown.output
+    assert len(stored(services)) == 2 and len(stored(services, retired.model)) == 2  # neither refusal dropped any
+    dropped = memoryd("drop-model", retired.model)
+    assert dropped.exit_code == 0 and "dropped 2 vectors" in dropped.output
+    assert stored(services, retired.model) == {} and retired.checkpoint() == 0
+    assert len(stored(services)) == 2
+    assert memoryd("models").output == f"{semantic.channel.model}: 2 vectors (configured)\n"
+    assert memoryd("verify").exit_code == 0
+
+
 WRITES = st.lists(st.tuples(st.sampled_from(["save", "save", "delete"]), st.integers(0, 3),
                             st.lists(st.sampled_from(["red", "green", "blue", "tea", "moon"]), min_size=1, max_size=4),
                             st.booleans()), max_size=12)

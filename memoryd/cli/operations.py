@@ -20,9 +20,12 @@ from memoryd.cli.base import command_services, main, reported
 from memoryd.kernel.logs import configure_logging
 from memoryd.storage import migrate
 from memoryd.storage.db import Database
+from memoryd.storage.driver import Transaction
+from memoryd.storage.vectors import drop_model, vectors_by_model
 from projections.filters import MemoryFilter
 from projections.queries import count_memories
 from projections.vector_verify import verify_vectors
+from projections.vectors import projection_name
 from projections.verify import ReadModelVerifier, TableProjection
 from workers.runner import run_worker
 
@@ -81,6 +84,44 @@ def rebuild(which: str) -> None:
         position = services.vectors.rebuild()
         click.echo(f"rebuilt {services.vectors.name} from the log up to position {position} "
                    f"in {time.perf_counter() - started:.1f} s")
+
+
+@projections.command("models")
+@reported
+def models() -> None:
+    """List the embedding models whose vectors the database holds, and how many of each.
+
+    The configured model (``[search] semantic``) is marked; another is left from a change of model, and
+    ``memoryd projections drop-model`` takes it out."""
+    services = command_services()
+    configured = services.vectors.model if services.vectors is not None else None
+    with services.database.read() as conn:
+        held = vectors_by_model(conn)
+    if configured is not None and configured not in held:
+        held[configured] = 0
+    if not held:
+        click.echo("no vectors are held (the semantic channel has never been on)")
+    for model, count in held.items():
+        click.echo(f"{model}: {count} vectors" + (" (configured)" if model == configured else ""))
+
+
+@projections.command("drop-model")
+@click.argument("model")
+@reported
+def drop_vectors_of(model: str) -> None:
+    """Delete the vectors of MODEL, and its checkpoint, after a change of model: a model no process is
+    configured with any longer (``memoryd projections models`` lists them). The configured model's vectors
+    are rebuilt, never dropped: ``memoryd projections rebuild vectors``."""
+    services = command_services()
+    if services.vectors is not None and model == services.vectors.model:
+        raise click.ClickException(f"{model} is the configured model ([search] semantic): its vectors are rebuilt "
+                                   "with `memoryd projections rebuild vectors`, not dropped")
+    with services.database.transaction(Transaction) as tx:
+        held = vectors_by_model(tx.conn)
+        if model not in held:
+            raise click.ClickException(f"no vectors of {model} are held; held: {', '.join(held) or 'none'}")
+        dropped = drop_model(tx.conn, model, projection_name(model))
+    click.echo(f"dropped {dropped} vectors of {model} and their checkpoint")
 
 
 @projections.command("verify")
